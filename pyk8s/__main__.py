@@ -1,0 +1,3 @@
+from pyk8s.cli import main
+
+main()

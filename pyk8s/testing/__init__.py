@@ -1,0 +1,1 @@
+"""Fixtures for tests, ours and our users': real servers started in temporary directories."""
