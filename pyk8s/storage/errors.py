@@ -44,7 +44,7 @@ class GoneError(StorageError):
 
 
 class TooLargeResourceVersionError(StorageError):
-    """The requested revision is newer than the store's current revision (504 with reason Timeout upstream)."""
+    """The requested revision is newer than the store's current revision (upstream: 504, reason Timeout)."""
 
     def __init__(self, revision: int, current: int, *, key: str = "") -> None:
         super().__init__(

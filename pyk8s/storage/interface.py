@@ -192,7 +192,7 @@ class ListResult:
 
 
 TryUpdate = Callable[[Object | None], Object | Awaitable[Object]]
-ValidateDeletion = Callable[[Object], None | Awaitable[None]]
+ValidateDeletion = Callable[[Object], Awaitable[None] | None]
 
 
 class Storage(Protocol):

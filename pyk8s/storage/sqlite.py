@@ -181,9 +181,9 @@ class SqliteWatch:
                 compacted_revision=kv._compacted,
             )
         events = kv._read_history(self.start, self.end, self.position, _CATCH_UP_ROWS)
-        if events:
-            self.buffer.extend(events)
-        else:
+        self.buffer.extend(events)
+        if len(events) < _CATCH_UP_ROWS:
+            # The log is read up to the store's revision: later events arrive through `deliver`.
             self.live = True
 
     async def stop(self) -> None:
@@ -232,7 +232,9 @@ class SqliteKV:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock()
         try:
-            db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, cached_statements=64)
+            db = sqlite3.connect(
+                self.path, isolation_level=None, check_same_thread=False, cached_statements=64
+            )
             db.execute("PRAGMA journal_mode=WAL")
             db.execute(f"PRAGMA synchronous={self.synchronous}")
             db.execute("PRAGMA temp_store=MEMORY")
@@ -272,8 +274,8 @@ class SqliteKV:
     async def close(self) -> None:
         if self._db is None:
             return
-        while self._pending or self._flush_scheduled:
-            await asyncio.sleep(0)
+        while self._pending:
+            self._flush()  # commit what was accepted before closing
         for w in list(self._watchers):
             await w.stop()
         self._db.close()
@@ -345,7 +347,9 @@ class SqliteKV:
 
     def _count_at(self, start: str, end: str, rev: int) -> int:
         if rev == self._rev:
-            (n,) = self.db.execute("SELECT COUNT(*) FROM kv WHERE key >= ? AND key < ?", (start, end)).fetchone()
+            (n,) = self.db.execute(
+                "SELECT COUNT(*) FROM kv WHERE key >= ? AND key < ?", (start, end)
+            ).fetchone()
         else:
             (n,) = self.db.execute(
                 "SELECT COUNT(*) FROM (SELECT MAX(rev), deleted FROM log "
@@ -446,7 +450,9 @@ class SqliteKV:
             for op in batch:
                 key = op.key
                 if op.kind == "create":
-                    ok = db.execute("INSERT OR IGNORE INTO kv (key, rev) VALUES (?, ?)", (key, rev + 1)).rowcount
+                    ok = db.execute(
+                        "INSERT OR IGNORE INTO kv (key, rev) VALUES (?, ?)", (key, rev + 1)
+                    ).rowcount
                     if ok:
                         db.execute(
                             "INSERT INTO log (rev, key, prev_rev, deleted, value) VALUES (?, ?, 0, 0, ?)",
@@ -572,4 +578,3 @@ def sqlite_kv_from_options(path: str, options: dict[str, str]) -> SqliteKV:
     if options:
         raise ValueError(f"unknown SQLite option(s): {', '.join(sorted(options))}")
     return SqliteKV(path, synchronous=sync, progress_notify_interval=interval)
-

@@ -59,8 +59,8 @@ class EtcdServer:
             "--log-level", "error",
             "--quota-backend-bytes", str(4 * 1024**3),
         ]  # fmt: skip
-        log = open(self.dir / "etcd.log", "wb")  # noqa: SIM115 -- lives as long as the process
-        self.proc = subprocess.Popen(args, stdout=log, stderr=log, start_new_session=True)
+        with open(self.dir / "etcd.log", "wb") as log:
+            self.proc = subprocess.Popen(args, stdout=log, stderr=log, start_new_session=True)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
