@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal, NamedTuple, Protocol
 
 from . import codec
 from .codec import Object
@@ -26,9 +26,8 @@ DELETED: EventType = "DELETED"
 BOOKMARK: EventType = "BOOKMARK"
 
 
-@dataclass(slots=True, frozen=True)
-class KeyValue:
-    """One key's value as of its last write (`mod_revision`)."""
+class KeyValue(NamedTuple):
+    """One key's value as of its last write (`mod_revision`). A tuple: made on every read, so cheap."""
 
     key: str
     value: bytes
@@ -196,7 +195,11 @@ ValidateDeletion = Callable[[Object], Awaitable[None] | None]
 
 
 class Storage(Protocol):
-    """Object storage with etcd semantics, as kube-apiserver's registry uses it."""
+    """Object storage with etcd semantics, as kube-apiserver's registry uses it.
+
+    Objects returned by create and guaranteed_update are shallow copies of the object written (top level
+    and metadata are new dicts; deeper values are shared with it). Objects from get and list are fresh.
+    """
 
     async def create(self, key: str, obj: Object) -> Object: ...
 
@@ -218,7 +221,12 @@ class Storage(Protocol):
         *,
         preconditions: Preconditions | None = None,
         ignore_not_found: bool = False,
-    ) -> Object: ...
+        cached_existing: Object | None = None,
+    ) -> Object:
+        """Read the object, apply `try_update` to it, write the result if the object has not changed in
+        between (else retry on the new state). No write, and no new revision, when the bytes are equal.
+        `cached_existing`, a copy the caller owns (it is handed to `try_update`), saves the first read."""
+        ...
 
     async def delete(
         self,

@@ -7,10 +7,16 @@ which is etcd's order and SQLite's BINARY collation.
 
 from __future__ import annotations
 
+import re
+
 from .errors import InvalidKeyError
 
 DEFAULT_PREFIX = "/registry/"
 MAX_KEY_BYTES = 3072
+
+
+# A control character, or an empty, "." or ".." path segment (also at the end of the key).
+_BAD = re.compile(r"[\x00-\x1f\x7f]|//|/\.\.?(?:/|$)")
 
 
 def _check_path(key: object, prefix: str) -> str:
@@ -20,14 +26,12 @@ def _check_path(key: object, prefix: str) -> str:
         raise InvalidKeyError("empty key")
     if not key.startswith(prefix):
         raise InvalidKeyError(f"key {key!r} is not under the storage prefix {prefix!r}", key=key)
-    if len(key.encode()) > MAX_KEY_BYTES:
+    if len(key) > MAX_KEY_BYTES // 4 and len(key.encode()) > MAX_KEY_BYTES:
         raise InvalidKeyError(f"key is longer than {MAX_KEY_BYTES} bytes", key=key)
-    if any(ord(c) < 0x20 or c == "\x7f" for c in key):
-        raise InvalidKeyError(f"key {key!r} contains a control character", key=key)
-    segments = key[1:].rstrip("/").split("/")
-    for seg in segments:
-        if seg in ("", ".", ".."):
-            raise InvalidKeyError(f"invalid key {key!r}: empty, '.' or '..' path segment", key=key)
+    bad = _BAD.search(key)
+    if bad:
+        what = "a control character" if len(bad.group()) == 1 else "an empty, '.' or '..' path segment"
+        raise InvalidKeyError(f"invalid key {key!r}: {what}", key=key)
     return key
 
 

@@ -13,7 +13,7 @@ thread hop. Writes are queued and applied in group commits (one transaction per 
 write that arrived meanwhile), so concurrent writers share a commit. The process that owns the loop is the
 only writer; an exclusive lock file keeps a second process out, so the store knows every revision as it
 commits and serves watches straight from the write path. A watcher that falls behind or starts in the past
-reads the log until it has caught up, then switches to live events.
+reads the log until it has caught up, then switches to live events (`sqlite_watch`).
 
 Durability: `synchronous=NORMAL` (default) survives a crash or `kill -9` of the process; `FULL` also
 survives power loss, at the cost of an fsync per commit. Choose with `sqlite:///dir?synchronous=FULL`.
@@ -22,7 +22,6 @@ survives power loss, at the cost of an fsync per commit. Choose with `sqlite:///
 from __future__ import annotations
 
 import asyncio
-import collections
 import fcntl
 import logging
 import os
@@ -31,16 +30,8 @@ from pathlib import Path
 from typing import Literal
 
 from .errors import GoneError, StorageUnavailableError, StoreLockedError, TooLargeResourceVersionError
-from .interface import (
-    ADDED,
-    BOOKMARK,
-    DELETED,
-    MODIFIED,
-    KeyValue,
-    RangeResult,
-    TxnResult,
-    WatchEvent,
-)
+from .interface import ADDED, DELETED, MODIFIED, KeyValue, RangeResult, TxnResult, WatchEvent
+from .sqlite_watch import SqliteWatch
 
 log = logging.getLogger(__name__)
 
@@ -66,10 +57,6 @@ CREATE TABLE IF NOT EXISTS meta (
 ) WITHOUT ROWID;
 """
 
-# Replaying history to a watcher reads this many rows per step, so a long catch-up never holds the loop.
-_CATCH_UP_ROWS = 1000
-# A live watcher that is this many events behind drops its buffer and catches up from the log instead.
-_MAX_BUFFERED_EVENTS = 10_000
 # Compaction deletes history in steps of this many revisions, yielding to the loop between steps.
 _COMPACT_STEP = 5000
 
@@ -95,107 +82,6 @@ class _Op:
         self.expected = expected
         self.value = value
         self.future = future
-
-
-class SqliteWatch:
-    """A watch over [start, end): catches up from the log, then follows the write path."""
-
-    def __init__(
-        self, kv: SqliteKV, start: str, end: str, from_revision: int, progress_interval: float | None
-    ) -> None:
-        self._kv = kv
-        self.start = start
-        self.end = end
-        self.position = from_revision  # the revision of the last event handed out (or the start)
-        self.live = False  # when True, the write path appends events to `buffer`
-        self.buffer: collections.deque[WatchEvent] = collections.deque()
-        self._wake = asyncio.Event()
-        self._progress_interval = progress_interval
-        self._stopped = False
-        self._error: BaseException | None = None
-
-    def matches(self, key: str) -> bool:
-        return self.start <= key < self.end
-
-    def deliver(self, event: WatchEvent) -> None:
-        if not self.live:
-            return
-        if len(self.buffer) >= _MAX_BUFFERED_EVENTS:
-            # Too slow to keep up: forget the buffer and re-read the log from where the consumer is.
-            self.buffer.clear()
-            self.live = False
-        else:
-            self.buffer.append(event)
-        self._wake.set()
-
-    def fail(self, error: BaseException) -> None:
-        self._error = error
-        self._wake.set()
-
-    def __aiter__(self) -> SqliteWatch:
-        return self
-
-    async def __anext__(self) -> WatchEvent:
-        while True:
-            if self._stopped:
-                raise StopAsyncIteration
-            if self._error is not None:
-                err, self._error = self._error, None
-                self._stopped = True
-                self._kv._watchers.discard(self)
-                raise err
-            if self.buffer:
-                event = self.buffer.popleft()
-                self.position = event.revision
-                return event
-            if not self.live:
-                try:
-                    self._catch_up()
-                except GoneError:
-                    await self.stop()
-                    raise
-                continue
-            self._wake.clear()
-            if self._progress_interval is None:
-                await self._wake.wait()
-                continue
-            try:
-                await asyncio.wait_for(self._wake.wait(), self._progress_interval)
-            except TimeoutError:
-                if self.live and not self.buffer and not self._stopped and self._error is None:
-                    # Everything up to the store's revision has been delivered: say so.
-                    self.position = self._kv._rev
-                    return WatchEvent(BOOKMARK, "", self._kv._rev, None)
-
-    def _catch_up(self) -> None:
-        """Read the next rows of the log after `position`; when none are left, go live.
-
-        This runs without awaiting, and writes commit on this same loop, so no event can fall between the
-        last row read and the switch to live delivery.
-        """
-        kv = self._kv
-        if self.position < kv._compacted:
-            raise GoneError(
-                "The resourceVersion for the provided watch is too old.",
-                revision=self.position,
-                compacted_revision=kv._compacted,
-            )
-        events = kv._read_history(self.start, self.end, self.position, _CATCH_UP_ROWS)
-        self.buffer.extend(events)
-        if len(events) < _CATCH_UP_ROWS:
-            # The log is read up to the store's revision: later events arrive through `deliver`.
-            self.live = True
-
-    async def stop(self) -> None:
-        self._stopped = True
-        self._kv._watchers.discard(self)
-        self._wake.set()
-
-    async def __aenter__(self) -> SqliteWatch:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
 
 
 class SqliteKV:
@@ -362,7 +248,19 @@ class SqliteKV:
         self.db  # noqa: B018
         return self._count_at(start, end, self._rev)
 
-    def _read_history(self, start: str, end: str, after: int, limit: int) -> list[WatchEvent]:
+    @property
+    def revision(self) -> int:
+        return self._rev
+
+    @property
+    def compacted_revision(self) -> int:
+        return self._compacted
+
+    def remove_watcher(self, watcher: SqliteWatch) -> None:
+        self._watchers.discard(watcher)
+
+    def read_history(self, start: str, end: str, after: int, limit: int) -> list[WatchEvent]:
+        """Events for keys in [start, end) after revision `after`, oldest first, at most `limit`."""
         rows = self.db.execute(
             "SELECT l.rev, l.key, l.deleted, l.value, l.prev_rev, p.value FROM log l "
             "LEFT JOIN log p ON p.rev = l.prev_rev "
@@ -572,9 +470,11 @@ class SqliteKV:
 def sqlite_kv_from_options(path: str, options: dict[str, str]) -> SqliteKV:
     """A SqliteKV from a path and URL query options (`synchronous`, `progress_notify_interval`)."""
     sync = options.pop("synchronous", "NORMAL").upper()
-    if sync != "NORMAL" and sync != "FULL":
-        raise ValueError(f"synchronous must be NORMAL or FULL, not {sync!r}")
     interval = float(options.pop("progress_notify_interval", 5.0))
     if options:
         raise ValueError(f"unknown SQLite option(s): {', '.join(sorted(options))}")
-    return SqliteKV(path, synchronous=sync, progress_notify_interval=interval)
+    if sync == "FULL":
+        return SqliteKV(path, synchronous="FULL", progress_notify_interval=interval)
+    if sync == "NORMAL":
+        return SqliteKV(path, synchronous="NORMAL", progress_notify_interval=interval)
+    raise ValueError(f"synchronous must be NORMAL or FULL, not {sync!r}")

@@ -12,8 +12,7 @@ import textwrap
 
 import pytest
 
-from pyk8s.storage import GoneError, Store, StoreLockedError
-from pyk8s.storage import sqlite as sqlite_backend
+from pyk8s.storage import GoneError, Store, StoreLockedError, sqlite_watch
 from pyk8s.storage.factory import kv_from_url
 from pyk8s.storage.sqlite import SqliteKV
 
@@ -155,7 +154,7 @@ async def test_compaction_bounds_the_log(tmp_path):
 
 
 async def test_a_watcher_that_falls_behind_catches_up_from_the_log(tmp_path, monkeypatch):
-    monkeypatch.setattr(sqlite_backend, "_MAX_BUFFERED_EVENTS", 5)
+    monkeypatch.setattr(sqlite_watch, "_MAX_BUFFERED_EVENTS", 5)
     async with Store(SqliteKV(tmp_path), compaction_interval=0) as store:
         w = await store.watch("/registry/pods/", await store.current_revision())
         for i in range(40):
@@ -176,7 +175,7 @@ async def test_a_watcher_that_falls_behind_catches_up_from_the_log(tmp_path, mon
 
 
 async def test_a_watcher_behind_a_compaction_ends_with_gone(tmp_path, monkeypatch):
-    monkeypatch.setattr(sqlite_backend, "_MAX_BUFFERED_EVENTS", 5)
+    monkeypatch.setattr(sqlite_watch, "_MAX_BUFFERED_EVENTS", 5)
     async with Store(SqliteKV(tmp_path), compaction_interval=0) as store:
         w = await store.watch("/registry/pods/", await store.current_revision())
         for i in range(20):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import copy
 
 import orjson
 import pytest
@@ -351,6 +352,78 @@ async def test_update_retries_after_the_object_is_deleted_under_it(store):
         await store.guaranteed_update(key("a"), racing)
     with pytest.raises(KeyNotFoundError):
         await store.get(key("a"))
+
+
+async def test_update_with_a_current_cached_object_skips_the_read(store, monkeypatch):
+    created = await store.create(key("a"), pod("a", v=1))
+    reads = 0
+    real_get = store.kv.get
+
+    async def counting_get(k):
+        nonlocal reads
+        reads += 1
+        return await real_get(k)
+
+    monkeypatch.setattr(store.kv, "get", counting_get)
+    out = await store.guaranteed_update(
+        key("a"), lambda o: {**o, "spec": {"v": 2}}, cached_existing=copy.deepcopy(created)
+    )
+    assert reads == 0
+    assert out["spec"] == {"v": 2} and rv(out) == rv(created) + 1
+    assert await store.get(key("a")) == out
+
+
+async def test_update_with_a_stale_cached_object_retries_on_the_current_state(store):
+    stale = await store.create(key("a"), pod("a", n=0))
+    await store.guaranteed_update(key("a"), lambda o: {**o, "spec": {"n": 5}})
+    seen = []
+
+    def inc(o):
+        seen.append(o["spec"]["n"])
+        return {**o, "spec": {"n": o["spec"]["n"] + 1}}
+
+    out = await store.guaranteed_update(key("a"), inc, cached_existing=copy.deepcopy(stale))
+    assert seen == [0, 5] and out["spec"] == {"n": 6}
+    assert (await store.get(key("a")))["spec"] == {"n": 6}
+
+
+async def test_stale_cached_object_failing_a_precondition_or_the_update_is_retried(store):
+    stale = await store.create(key("a"), pod("a", n=0))
+    cur = await store.guaranteed_update(key("a"), lambda o: {**o, "spec": {"n": 1}})
+    out = await store.guaranteed_update(
+        key("a"),
+        lambda o: {**o, "spec": {"n": 2}},
+        preconditions=Preconditions(resource_version=cur["metadata"]["resourceVersion"]),
+        cached_existing=copy.deepcopy(stale),
+    )
+    assert out["spec"] == {"n": 2}
+
+    def only_on_current(o):
+        if o["metadata"]["resourceVersion"] != out["metadata"]["resourceVersion"]:
+            raise ValueError("the object has been modified")
+        return {**o, "spec": {"n": 3}}
+
+    final = await store.guaranteed_update(key("a"), only_on_current, cached_existing=copy.deepcopy(stale))
+    assert final["spec"] == {"n": 3}
+
+
+async def test_unchanged_against_a_stale_cached_object_still_writes(store):
+    stale = await store.create(key("a"), pod("a", v=1))
+    await store.guaranteed_update(key("a"), lambda o: {**o, "spec": {"v": 2}})
+    out = await store.guaranteed_update(
+        key("a"), lambda o: {**o, "spec": {"v": 1}}, cached_existing=copy.deepcopy(stale)
+    )
+    assert out["spec"] == {"v": 1} and (await store.get(key("a")))["spec"] == {"v": 1}
+
+
+async def test_cached_object_of_a_deleted_key_is_not_found(store):
+    stale = await store.create(key("a"), pod("a"))
+    await store.delete(key("a"))
+    with pytest.raises(KeyNotFoundError):
+        await store.guaranteed_update(key("a"), lambda o: {**o, "x": 1}, cached_existing=stale)
+    no_rv = pod("a")
+    with pytest.raises(InvalidObjectError):
+        await store.guaranteed_update(key("a"), lambda o: o, cached_existing=no_rv)
 
 
 # -- delete ---------------------------------------------------------------------------------------------
