@@ -329,9 +329,8 @@ class SqliteKV:
     def _flush(self) -> None:
         """Apply every queued write in one transaction, then answer the writers and feed the watchers."""
         batch, self._pending = self._pending[: self.max_batch], self._pending[self.max_batch :]
-        loop = asyncio.get_running_loop()
         if self._pending:
-            loop.call_soon(self._flush)
+            asyncio.get_running_loop().call_soon(self._flush)
         else:
             self._flush_scheduled = False
         if self._db is None:
@@ -339,7 +338,27 @@ class SqliteKV:
                 if not op.future.done():
                     op.future.set_exception(StorageUnavailableError("the SQLite store is closed"))
             return
-        db = self._db
+        try:
+            self._commit(batch)
+        except Exception as e:  # a full disk, an I/O error: nothing of the batch was written
+            if len(batch) == 1:
+                log.error("SQLite write failed: %s", e)
+                if not batch[0].future.done():
+                    batch[0].future.set_exception(StorageUnavailableError(f"SQLite write failed: {e}"))
+                return
+            # One write's failure must not fail the writes that merely shared its commit.
+            for op in batch:
+                try:
+                    self._commit([op])
+                except Exception as e1:
+                    log.error("SQLite write failed: %s", e1)
+                    if not op.future.done():
+                        op.future.set_exception(StorageUnavailableError(f"SQLite write failed: {e1}"))
+
+    def _commit(self, batch: list[_Op]) -> None:
+        """Apply `batch` in one transaction; on success answer its writers and feed the watchers; on
+        failure roll back and raise, with nothing answered."""
+        db = self.db
         results: list[TxnResult] = []
         committed: list[tuple[_Op, int]] = []
         rev = self._rev
@@ -379,20 +398,22 @@ class SqliteKV:
                 else:
                     results.append(TxnResult(False, rev, self._current(key)))
             db.execute("COMMIT")
-        except sqlite3.Error as e:
+        except BaseException:
             if db.in_transaction:
                 db.rollback()
-            err = StorageUnavailableError(f"SQLite write failed: {e}")
-            for op in batch:
-                if not op.future.done():
-                    op.future.set_exception(err)
-            return
+            raise
         self._rev = rev
         for op, res in zip(batch, results, strict=True):
             if not op.future.done():
                 op.future.set_result(res)
         if committed and self._watchers:
-            self._fan_out(committed)
+            try:
+                self._fan_out(committed)
+            except Exception as e:
+                # A watcher must never miss an event silently: end every watch; clients re-watch.
+                log.error("watch fan-out failed: %s", e)
+                for w in list(self._watchers):
+                    w.fail(StorageUnavailableError(f"watch fan-out failed: {e}"))
 
     def _fan_out(self, committed: list[tuple[_Op, int]]) -> None:
         watchers = [w for w in self._watchers if w.live]

@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 
-from pyk8s.storage import GoneError, Store, StoreLockedError, sqlite_watch
+from pyk8s.storage import GoneError, StorageUnavailableError, Store, StoreLockedError, sqlite_watch
 from pyk8s.storage.factory import kv_from_url
 from pyk8s.storage.sqlite import SqliteKV
 
@@ -203,3 +203,35 @@ async def test_group_commit_batches_concurrent_writers(tmp_path):
         await asyncio.gather(*(store.create(f"/registry/pods/a/p{i}", {"metadata": {}}) for i in range(200)))
         assert await store.count("/registry/pods/") == 200
         assert commits <= 2, f"200 concurrent creates took {commits} transactions"
+
+
+async def test_a_full_disk_fails_the_write_and_loses_nothing(tmp_path):
+    async with Store(SqliteKV(tmp_path), compaction_interval=0) as store:
+        kv = store.kv
+        assert isinstance(kv, SqliteKV)
+        await store.create("/registry/configmaps/a/small", {"metadata": {}, "data": {"x": "1"}})
+        rev = await store.current_revision()
+        watch = await store.watch("/registry/configmaps/", rev)
+        (pages,) = kv.db.execute("PRAGMA page_count").fetchone()
+        kv.db.execute(f"PRAGMA max_page_count = {pages + 2}")  # the "disk" is now nearly full
+        big = {"metadata": {}, "data": {"x": "y" * 200_000}}
+        small = {"metadata": {}, "data": {"x": "tiny"}}
+        # One commit holds a write that cannot fit and one that can: only the first fails.
+        results = await asyncio.gather(
+            store.create("/registry/configmaps/a/big", big),
+            store.create("/registry/configmaps/a/fits", small),
+            return_exceptions=True,
+        )
+        assert isinstance(results[0], StorageUnavailableError) and "full" in str(results[0])
+        assert results[1]["metadata"]["resourceVersion"] == str(rev + 1)
+        assert await store.current_revision() == rev + 1
+        assert await store.count("/registry/configmaps/") == 2
+        kv.db.execute("PRAGMA max_page_count = 1073741823")  # space again
+        after = await store.create("/registry/configmaps/a/after", big)
+        assert int(after["metadata"]["resourceVersion"]) == rev + 2
+        events = [await asyncio.wait_for(watch.__anext__(), 5) for _ in range(2)]
+        assert [(e.key, e.revision) for e in events] == [
+            ("/registry/configmaps/a/fits", rev + 1),
+            ("/registry/configmaps/a/after", rev + 2),
+        ]
+        await watch.stop()
