@@ -347,6 +347,10 @@ async def compare(
             for side in order:
                 impl, pre = sides[side]
                 p1, p64 = f"{pre}/t{t}-1", f"{pre}/t{t}-64"
+                # The harness holds tens of thousands of objects; cyclic GC passes over them would land on
+                # whichever side happens to be running. Objects here are acyclic, so refcounting frees them.
+                gc.collect()
+                gc.disable()
                 if metric == "create1":
                     record(side, metric, await impl.create(p1, n, 1))
                 elif metric == "create64":
@@ -362,13 +366,13 @@ async def compare(
                 elif metric == "get":
                     record(side, metric, await impl.get(p1, n))
                 elif metric == "list":
-                    gc.collect()
                     record(side, metric, await impl.list(f"{pre}/list", list_n))
                 else:
                     p50, p99 = percentiles(await impl.watch_latency(f"{pre}/t{t}-w", min(n, 1000)))
                     progress.advance(task)
                     results[side].setdefault("watch_p50", []).append(p50)
                     results[side].setdefault("watch_p99", []).append(p99)
+                gc.enable()
     return [
         Row(
             backend,
