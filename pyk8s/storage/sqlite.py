@@ -181,10 +181,7 @@ class SqliteKV:
         return self._rev
 
     async def get(self, key: str) -> KeyValue | None:
-        row = self.db.execute(
-            "SELECT kv.rev, log.value FROM kv JOIN log ON log.rev = kv.rev WHERE kv.key = ?", (key,)
-        ).fetchone()
-        return KeyValue(key, row[1], row[0]) if row else None
+        return self._current(key)
 
     def _check_read_revision(self, revision: int) -> None:
         if revision > self._rev:
