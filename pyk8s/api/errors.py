@@ -1,0 +1,304 @@
+"""Kubernetes API errors: `StatusError` carries the `Status` a client receives, with upstream's reason, code
+and message wording (upstream: apimachinery/pkg/api/errors), and `FieldError` is one field-level
+validation error (upstream: apimachinery/pkg/util/validation/field).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+# The field error types (upstream: field.ErrorType) and their messages.
+REQUIRED = "FieldValueRequired"
+INVALID = "FieldValueInvalid"
+NOT_SUPPORTED = "FieldValueNotSupported"
+DUPLICATE = "FieldValueDuplicate"
+FORBIDDEN = "FieldValueForbidden"
+TOO_LONG = "FieldValueTooLong"
+TOO_MANY = "FieldValueTooMany"
+NOT_FOUND = "FieldValueNotFound"
+TYPE_INVALID = "FieldValueTypeInvalid"
+INTERNAL = "InternalError"
+
+_TYPE_TEXT = {
+    REQUIRED: "Required value",
+    INVALID: "Invalid value",
+    NOT_SUPPORTED: "Unsupported value",
+    DUPLICATE: "Duplicate value",
+    FORBIDDEN: "Forbidden",
+    TOO_LONG: "Too long",
+    TOO_MANY: "Too many",
+    NOT_FOUND: "Not found",
+    TYPE_INVALID: "Invalid value",
+    INTERNAL: "Internal error",
+}
+# These types never print the offending value.
+_VALUELESS = {REQUIRED, FORBIDDEN, TOO_LONG, INTERNAL}
+_OMIT = object()
+
+
+def go_quote(s: str) -> str:
+    """A string quoted the way Go's %q prints it (what clients see in upstream's messages)."""
+    out = ['"']
+    for ch in s:
+        if ch == '"':
+            out.append('\\"')
+        elif ch == "\\":
+            out.append("\\\\")
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\x{ord(ch):02x}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def _format_value(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, str):
+        return go_quote(value)
+    import orjson
+
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return repr(value)
+
+
+@dataclass(frozen=True)
+class FieldError:
+    """One field-level validation error: the field path as upstream prints it (`spec.containers[0].image`),
+    the error type, the offending value and a detail."""
+
+    type: str
+    field: str
+    value: Any = ""
+    detail: str = ""
+
+    def body(self) -> str:
+        text = _TYPE_TEXT[self.type]
+        if self.type not in _VALUELESS and self.value is not _OMIT:
+            text = f"{text}: {_format_value(self.value)}"
+        if self.detail:
+            text = f"{text}: {self.detail}"
+        return text
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.body()}"
+
+
+def required(field: str, detail: str = "") -> FieldError:
+    return FieldError(REQUIRED, field, "", detail)
+
+
+def invalid(field: str, value: Any, detail: str = "") -> FieldError:
+    return FieldError(INVALID, field, value, detail)
+
+
+def not_supported(field: str, value: Any, valid: list[str] | tuple[str, ...]) -> FieldError:
+    detail = "supported values: " + ", ".join(go_quote(v) for v in valid) if valid else ""
+    return FieldError(NOT_SUPPORTED, field, value, detail)
+
+
+def duplicate(field: str, value: Any) -> FieldError:
+    return FieldError(DUPLICATE, field, value)
+
+
+def forbidden(field: str, detail: str) -> FieldError:
+    return FieldError(FORBIDDEN, field, "", detail)
+
+
+def too_long(field: str, max_length: int) -> FieldError:
+    return FieldError(TOO_LONG, field, "", f"must have at most {max_length} bytes")
+
+
+def too_many(field: str, actual: int, maximum: int) -> FieldError:
+    return FieldError(TOO_MANY, field, actual, f"must have at most {maximum} items")
+
+
+def type_invalid(field: str, value: Any, detail: str) -> FieldError:
+    return FieldError(TYPE_INVALID, field, value, detail)
+
+
+def _aggregate(errors: list[FieldError]) -> str:
+    msgs: list[str] = []
+    for e in errors:
+        m = str(e)
+        if m not in msgs:
+            msgs.append(m)
+    return msgs[0] if len(msgs) == 1 else "[" + ", ".join(msgs) + "]"
+
+
+def qualified(name: str, group: str) -> str:
+    """`resource.group` (or `Kind.group`), or the bare name for the core group."""
+    return f"{name}.{group}" if group else name
+
+
+class StatusError(Exception):
+    """An error a client sees as a `Status` object with an HTTP code."""
+
+    def __init__(
+        self,
+        code: int,
+        reason: str,
+        message: str,
+        *,
+        details: dict[str, Any] | None = None,
+        retry_after: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.reason = reason
+        self.message = message
+        self.details = details
+        self.retry_after = retry_after
+
+    def status(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+        }
+        details = dict(self.details or {})
+        if self.retry_after is not None:
+            details["retryAfterSeconds"] = self.retry_after
+        if details:
+            out["details"] = details
+        out["code"] = self.code
+        return out
+
+    def __repr__(self) -> str:
+        return f"StatusError({self.code}, {self.reason!r}, {self.message!r})"
+
+
+def _details(name: str, group: str, kind: str, **extra: Any) -> dict[str, Any]:
+    d: dict[str, Any] = {}
+    if name:
+        d["name"] = name
+    if group:
+        d["group"] = group
+    if kind:
+        d["kind"] = kind
+    d.update(extra)
+    return d
+
+
+def not_found(resource: str, name: str, group: str = "") -> StatusError:
+    return StatusError(
+        404, "NotFound", f"{qualified(resource, group)} {go_quote(name)} not found",
+        details=_details(name, group, resource),
+    )  # fmt: skip
+
+
+def already_exists(resource: str, name: str, group: str = "") -> StatusError:
+    return StatusError(
+        409, "AlreadyExists", f"{qualified(resource, group)} {go_quote(name)} already exists",
+        details=_details(name, group, resource),
+    )  # fmt: skip
+
+
+def conflict(resource: str, name: str, reason: str, group: str = "") -> StatusError:
+    what = f"{qualified(resource, group)} {go_quote(name)}"
+    return StatusError(
+        409,
+        "Conflict",
+        f"Operation cannot be fulfilled on {what}: {reason}",
+        details=_details(name, group, resource),
+    )
+
+
+OBJECT_MODIFIED = (
+    "the object has been modified; please apply your changes to the latest version and try again"
+)
+
+
+def invalid_object(kind: str, name: str, errors: list[FieldError], group: str = "") -> StatusError:
+    causes = [{"reason": e.type, "message": e.body(), "field": e.field} for e in errors]
+    msg = f"{qualified(kind, group)} {go_quote(name)} is invalid"
+    if errors:
+        msg += ": " + _aggregate(errors)
+    return StatusError(422, "Invalid", msg, details=_details(name, group, kind, causes=causes))
+
+
+def bad_request(message: str) -> StatusError:
+    return StatusError(400, "BadRequest", message)
+
+
+def unauthorized(message: str = "Unauthorized") -> StatusError:
+    return StatusError(401, "Unauthorized", message)
+
+
+def forbidden_request(resource: str, name: str, reason: str, group: str = "") -> StatusError:
+    what = qualified(resource, group)
+    msg = f"{what} {go_quote(name)} is forbidden: {reason}" if name else f"{what} is forbidden: {reason}"
+    return StatusError(403, "Forbidden", msg, details=_details(name, group, resource))
+
+
+def method_not_supported(resource: str, action: str, group: str = "") -> StatusError:
+    kind = go_quote(qualified(resource, group))
+    return StatusError(
+        405,
+        "MethodNotAllowed",
+        f"{action} is not supported on resources of kind {kind}",
+        details=_details("", group, resource),
+    )
+
+
+def gone(message: str) -> StatusError:
+    return StatusError(410, "Gone", message)
+
+
+def expired(message: str) -> StatusError:
+    return StatusError(410, "Expired", message)
+
+
+def request_entity_too_large(message: str) -> StatusError:
+    return StatusError(413, "RequestEntityTooLarge", f"Request entity too large: {message}")
+
+
+def unsupported_media_type(message: str) -> StatusError:
+    return StatusError(415, "UnsupportedMediaType", message)
+
+
+def not_acceptable(message: str) -> StatusError:
+    return StatusError(406, "NotAcceptable", message)
+
+
+def too_many_requests(message: str, retry_after: int = 1) -> StatusError:
+    return StatusError(429, "TooManyRequests", message, retry_after=retry_after)
+
+
+def internal_error(message: str) -> StatusError:
+    return StatusError(
+        500,
+        "InternalError",
+        f"Internal error occurred: {message}",
+        details={"causes": [{"message": message}]},
+    )
+
+
+def timeout(message: str, retry_after: int = 0) -> StatusError:
+    return StatusError(504, "Timeout", f"Timeout: {message}", retry_after=retry_after or None)
+
+
+def service_unavailable(message: str) -> StatusError:
+    return StatusError(503, "ServiceUnavailable", message)
+
+
+def path_not_found() -> StatusError:
+    """The answer for a path no handler serves."""
+    return StatusError(404, "NotFound", "the server could not find the requested resource", details={})

@@ -1,0 +1,131 @@
+"""ObjectMeta helpers: uids, timestamps, generated names, owner references and conditions, on plain dicts."""
+
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+import uuid
+from typing import Any
+
+Object = dict[str, Any]
+
+# upstream: apiserver/pkg/storage/names: 5 characters from an alphabet without vowels or look-alikes.
+_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+GENERATED_SUFFIX_LENGTH = 5
+MAX_GENERATED_NAME_LENGTH = 63 - GENERATED_SUFFIX_LENGTH
+
+
+def new_uid() -> str:
+    return str(uuid.uuid4())
+
+
+def now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def rfc3339(t: dt.datetime | None = None) -> str:
+    """A timestamp as the API writes `metav1.Time`: RFC 3339, whole seconds, UTC, `Z`."""
+    t = t or now()
+    return t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def rfc3339_micro(t: dt.datetime | None = None) -> str:
+    """A `metav1.MicroTime` (events' eventTime, leases' renewTime): microseconds, UTC, `Z`."""
+    t = t or now()
+    return t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_time(value: str) -> dt.datetime:
+    """A `metav1.Time` or `MicroTime` string as an aware datetime; ValueError if it is neither."""
+    v = value.strip()
+    if v.endswith("Z"):
+        v = v[:-1] + "+00:00"
+    t = dt.datetime.fromisoformat(v)
+    if t.tzinfo is None:
+        raise ValueError(f"time {value!r} has no zone")
+    return t
+
+
+def generate_name(prefix: str) -> str:
+    """`prefix` (cut to leave room) followed by five random characters."""
+    if len(prefix) > MAX_GENERATED_NAME_LENGTH:
+        prefix = prefix[:MAX_GENERATED_NAME_LENGTH]
+    return prefix + "".join(secrets.choice(_NAME_ALPHABET) for _ in range(GENERATED_SUFFIX_LENGTH))
+
+
+def metadata(obj: Object) -> Object:
+    """The object's metadata dict, created if missing."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        meta = {}
+        obj["metadata"] = meta
+    return meta
+
+
+def name_of(obj: Object) -> str:
+    meta = obj.get("metadata")
+    return meta.get("name", "") if isinstance(meta, dict) else ""
+
+
+def namespace_of(obj: Object) -> str:
+    meta = obj.get("metadata")
+    return meta.get("namespace", "") if isinstance(meta, dict) else ""
+
+
+def labels_of(obj: Object) -> dict[str, str]:
+    meta = obj.get("metadata")
+    labels = meta.get("labels") if isinstance(meta, dict) else None
+    return labels if isinstance(labels, dict) else {}
+
+
+def resource_version_of(obj: Object) -> str:
+    meta = obj.get("metadata")
+    rv = meta.get("resourceVersion", "") if isinstance(meta, dict) else ""
+    return rv if isinstance(rv, str) else ""
+
+
+def controller_of(obj: Object) -> Object | None:
+    """The owner reference with `controller: true`, if any."""
+    for ref in metadata(obj).get("ownerReferences") or []:
+        if isinstance(ref, dict) and ref.get("controller"):
+            return ref
+    return None
+
+
+def owner_reference(owner: Object, *, controller: bool = True, block_owner_deletion: bool = True) -> Object:
+    meta = owner.get("metadata") or {}
+    return {
+        "apiVersion": owner.get("apiVersion", ""),
+        "kind": owner.get("kind", ""),
+        "name": meta.get("name", ""),
+        "uid": meta.get("uid", ""),
+        "controller": controller,
+        "blockOwnerDeletion": block_owner_deletion,
+    }
+
+
+def get_condition(obj: Object, type_: str) -> Object | None:
+    for c in (obj.get("status") or {}).get("conditions") or []:
+        if isinstance(c, dict) and c.get("type") == type_:
+            return c
+    return None
+
+
+def set_condition(obj: Object, condition: Object) -> bool:
+    """Add or replace the condition of the same type; `lastTransitionTime` moves only when the status does.
+
+    Returns whether anything changed.
+    """
+    status = obj.setdefault("status", {})
+    conditions = status.setdefault("conditions", [])
+    for i, c in enumerate(conditions):
+        if c.get("type") == condition.get("type"):
+            merged = dict(condition)
+            if c.get("status") == condition.get("status") and "lastTransitionTime" in c:
+                merged["lastTransitionTime"] = c["lastTransitionTime"]
+            if merged == c:
+                return False
+            conditions[i] = merged
+            return True
+    conditions.append(dict(condition))
+    return True
