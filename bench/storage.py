@@ -87,14 +87,10 @@ def make_pod(i: int) -> dict:
                 }
                 for c in range(2)
             ],
-            "volumes": [
-                {"name": "token", "projected": {"sources": [{"serviceAccountToken": {"path": "token"}}]}}
-            ],
+            "volumes": [{"name": "token", "projected": {"sources": [{"serviceAccountToken": {"path": "token"}}]}}],
             "nodeName": "node-0001",
             "schedulerName": "default-scheduler",
-            "tolerations": [
-                {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"}
-            ],
+            "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"}],
         },
         "status": {
             "phase": "Running",
@@ -407,9 +403,7 @@ def report(rows: list[Row], trials: int) -> None:
 
 
 async def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--backend", choices=["sqlite", "etcd", "all"], default="all")
     parser.add_argument("--quick", action="store_true", help="fewer operations and one trial (a smoke run)")
     parser.add_argument("-n", type=int, default=0, help="operations per measurement")
@@ -453,9 +447,7 @@ async def main() -> None:
                 await store.start()
                 host, port = etcd.endpoint.rsplit(":", 1)
                 # Lists of 10k pods are ~20 MB: lift gRPC's 4 MB default, as EtcdKV does.
-                client = aetcd.Client(
-                    host=host, port=int(port), options={"grpc.max_receive_message_length": 2**31 - 1}
-                )
+                client = aetcd.Client(host=host, port=int(port), options={"grpc.max_receive_message_length": 2**31 - 1})
                 await client.connect()
                 rows += await compare(
                     "etcd",

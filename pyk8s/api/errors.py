@@ -221,9 +221,7 @@ def conflict(resource: str, name: str, reason: str, group: str = "") -> StatusEr
     )
 
 
-OBJECT_MODIFIED = (
-    "the object has been modified; please apply your changes to the latest version and try again"
-)
+OBJECT_MODIFIED = "the object has been modified; please apply your changes to the latest version and try again"
 
 
 def invalid_object(kind: str, name: str, errors: list[FieldError], group: str = "") -> StatusError:

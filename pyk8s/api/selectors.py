@@ -187,9 +187,7 @@ class _Parser:
         if negate:
             raise SelectorError(f"found '{self.peek()[1]}', expected: ',' or 'end of string'")
         kind, lit = self.take(values=False)
-        op = {"in": IN, "notin": NOT_IN, "=": EQUALS, "==": EQUALS, "!=": NOT_EQUALS, ">": GT, "<": LT}.get(
-            kind
-        )
+        op = {"in": IN, "notin": NOT_IN, "=": EQUALS, "==": EQUALS, "!=": NOT_EQUALS, ">": GT, "<": LT}.get(kind)
         if op is None:
             raise SelectorError(f"found '{lit}', expected: in, notin, =, ==, !=, gt, lt")
         values = self.set_values() if op in (IN, NOT_IN) else self.exact_value()

@@ -16,8 +16,7 @@ from .errors import FieldError
 
 QUALIFIED_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 QUALIFIED_NAME_MSG = (
-    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric "
-    "character"
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
 )
 QUALIFIED_NAME_MAX = 63
 LABEL_VALUE_FMT = "(" + QUALIFIED_NAME_FMT + ")?"
@@ -115,9 +114,7 @@ def is_qualified_name(value: str) -> list[str]:
     elif len(name) > QUALIFIED_NAME_MAX:
         errs.append("name part " + max_len_error(QUALIFIED_NAME_MAX))
     if name and not _QUALIFIED_NAME.match(name):
-        errs.append(
-            "name part " + regex_error(QUALIFIED_NAME_MSG, QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc")
-        )
+        errs.append("name part " + regex_error(QUALIFIED_NAME_MSG, QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc"))
     return errs
 
 

@@ -115,15 +115,11 @@ class EtcdWatch:
             if kv.create_revision == kv.mod_revision:
                 return WatchEvent(ADDED, key, kv.mod_revision, kv.value)
             if has_prev:
-                return WatchEvent(
-                    MODIFIED, key, kv.mod_revision, kv.value, ev.prev_kv.value, ev.prev_kv.mod_revision
-                )
+                return WatchEvent(MODIFIED, key, kv.mod_revision, kv.value, ev.prev_kv.value, ev.prev_kv.mod_revision)
         elif has_prev:
             return WatchEvent(DELETED, key, kv.mod_revision, None, ev.prev_kv.value, ev.prev_kv.mod_revision)
         # etcd could not attach the previous value: it was compacted while this watcher lagged.
-        raise GoneError(
-            "The resourceVersion for the provided watch is too old.", revision=kv.mod_revision, key=key
-        )
+        raise GoneError("The resourceVersion for the provided watch is too old.", revision=kv.mod_revision, key=key)
 
     async def stop(self) -> None:
         if not self._stopped:
@@ -203,17 +199,13 @@ class EtcdKV:
         return RangeResult(kvs, rev, bool(resp.more), int(resp.count) if count else None)
 
     async def count(self, start: str, end: str) -> int:
-        resp = await self._call(
-            "Range", rpc.RangeRequest(key=start.encode(), range_end=end.encode(), count_only=True)
-        )
+        resp = await self._call("Range", rpc.RangeRequest(key=start.encode(), range_end=end.encode(), count_only=True))
         return int(resp.count)
 
     async def _cas(self, key: str, expected: int, op: Any) -> TxnResult:
         k = key.encode()
         req = rpc.TxnRequest(
-            compare=[
-                rpc.Compare(result=rpc.Compare.EQUAL, target=rpc.Compare.MOD, key=k, mod_revision=expected)
-            ],
+            compare=[rpc.Compare(result=rpc.Compare.EQUAL, target=rpc.Compare.MOD, key=k, mod_revision=expected)],
             success=[op],
             failure=[rpc.RequestOp(request_range=rpc.RangeRequest(key=k))],
         )
@@ -225,9 +217,7 @@ class EtcdKV:
         return TxnResult(False, int(resp.header.revision), current)
 
     async def create(self, key: str, value: bytes) -> TxnResult:
-        return await self._cas(
-            key, 0, rpc.RequestOp(request_put=rpc.PutRequest(key=key.encode(), value=value))
-        )
+        return await self._cas(key, 0, rpc.RequestOp(request_put=rpc.PutRequest(key=key.encode(), value=value)))
 
     async def update(self, key: str, expected_revision: int, value: bytes) -> TxnResult:
         put = rpc.RequestOp(request_put=rpc.PutRequest(key=key.encode(), value=value))
@@ -292,9 +282,7 @@ class EtcdKV:
                     version=expected_version,
                 )
             ],
-            success=[
-                rpc.RequestOp(request_put=rpc.PutRequest(key=COMPACT_REV_KEY, value=str(revision).encode()))
-            ],
+            success=[rpc.RequestOp(request_put=rpc.PutRequest(key=COMPACT_REV_KEY, value=str(revision).encode()))],
             failure=[rpc.RequestOp(request_range=rpc.RangeRequest(key=COMPACT_REV_KEY))],
         )
         resp = await self._call("Txn", req)

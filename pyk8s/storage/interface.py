@@ -150,9 +150,7 @@ class KV(Protocol):
         """Delete the key if its mod revision is `expected_revision`."""
         ...
 
-    async def watch(
-        self, start: str, end: str, from_revision: int | None, *, progress_notify: bool = False
-    ) -> Watch:
+    async def watch(self, start: str, end: str, from_revision: int | None, *, progress_notify: bool = False) -> Watch:
         """Every change to keys in [start, end) after `from_revision` (None: from now), in revision order.
         Raises GoneError if `from_revision` is compacted, TooLargeResourceVersionError if it is in the
         future; a watch that falls behind a compaction while running ends with GoneError."""

@@ -118,9 +118,7 @@ class SqliteKV:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock()
         try:
-            db = sqlite3.connect(
-                self.path, isolation_level=None, check_same_thread=False, cached_statements=64
-            )
+            db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, cached_statements=64)
             db.execute("PRAGMA journal_mode=WAL")
             db.execute(f"PRAGMA synchronous={self.synchronous}")
             db.execute("PRAGMA temp_store=MEMORY")
@@ -230,9 +228,7 @@ class SqliteKV:
 
     def _count_at(self, start: str, end: str, rev: int) -> int:
         if rev == self._rev:
-            (n,) = self.db.execute(
-                "SELECT COUNT(*) FROM kv WHERE key >= ? AND key < ?", (start, end)
-            ).fetchone()
+            (n,) = self.db.execute("SELECT COUNT(*) FROM kv WHERE key >= ? AND key < ?", (start, end)).fetchone()
         else:
             (n,) = self.db.execute(
                 "SELECT COUNT(*) FROM (SELECT MAX(rev), deleted FROM log "
@@ -288,9 +284,7 @@ class SqliteKV:
                 revision=from_revision,
                 compacted_revision=self._compacted,
             )
-        w = SqliteWatch(
-            self, start, end, from_revision, self.progress_notify_interval if progress_notify else None
-        )
+        w = SqliteWatch(self, start, end, from_revision, self.progress_notify_interval if progress_notify else None)
         if from_revision == self._rev:
             w.live = True  # nothing to replay
         self._watchers.add(w)
@@ -364,9 +358,7 @@ class SqliteKV:
             for op in batch:
                 key = op.key
                 if op.kind == "create":
-                    ok = db.execute(
-                        "INSERT OR IGNORE INTO kv (key, rev) VALUES (?, ?)", (key, rev + 1)
-                    ).rowcount
+                    ok = db.execute("INSERT OR IGNORE INTO kv (key, rev) VALUES (?, ?)", (key, rev + 1)).rowcount
                     if ok:
                         db.execute(
                             "INSERT INTO log (rev, key, prev_rev, deleted, value) VALUES (?, ?, 0, 0, ?)",

@@ -38,9 +38,7 @@ class EtcdServer:
 
     def start(self, timeout: float = 30.0) -> EtcdServer:
         if not os.path.exists(self.binary):
-            raise RuntimeError(
-                "etcd is not installed: install Debian's etcd-server (apt-get install -y etcd-server)"
-            )
+            raise RuntimeError("etcd is not installed: install Debian's etcd-server (apt-get install -y etcd-server)")
         self.dir = Path(tempfile.mkdtemp(prefix="pyk8s-etcd-"))
         self.client_port, peer_port = free_port(), free_port()
         client, peer = f"http://127.0.0.1:{self.client_port}", f"http://127.0.0.1:{peer_port}"

@@ -108,16 +108,14 @@ def test_in_and_notin_are_complements(labels, key, values):
 
 @given(labels=st.dictionaries(label_keys, label_values), key=label_keys, value=st.sampled_from(["x", "y"]))
 def test_equality_and_inequality_are_complements(labels, key, value):
-    assert parse_label_selector(f"{key}={value}").matches(labels) != parse_label_selector(
-        f"{key}!={value}"
-    ).matches(labels)
+    assert parse_label_selector(f"{key}={value}").matches(labels) != parse_label_selector(f"{key}!={value}").matches(
+        labels
+    )
 
 
 @given(
     labels=st.dictionaries(label_keys, label_values),
-    reqs=st.lists(
-        st.tuples(label_keys, st.sampled_from(["=", "!="]), st.sampled_from(["x", "y"])), max_size=4
-    ),
+    reqs=st.lists(st.tuples(label_keys, st.sampled_from(["=", "!="]), st.sampled_from(["x", "y"])), max_size=4),
 )
 def test_a_selector_is_the_conjunction_of_its_requirements(labels, reqs):
     parts = [f"{k}{op}{v}" for k, op, v in reqs]

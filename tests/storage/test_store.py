@@ -273,9 +273,7 @@ async def test_update_preconditions(store):
     await store.guaranteed_update(key("a"), lambda o: {**o, "y": 1})
     before = await snapshot(store)
     with pytest.raises(ConflictError, match="UID in precondition: other"):
-        await store.guaranteed_update(
-            key("a"), lambda o: {**o, "x": 1}, preconditions=Preconditions(uid="other")
-        )
+        await store.guaranteed_update(key("a"), lambda o: {**o, "x": 1}, preconditions=Preconditions(uid="other"))
     with pytest.raises(ConflictError, match=f"ResourceVersion in precondition: {stale},"):
         await store.guaranteed_update(
             key("a"), lambda o: {**o, "x": 1}, preconditions=Preconditions(resource_version=stale)
@@ -550,9 +548,7 @@ async def test_watch_in_the_future_is_refused(store):
 
 
 async def test_watch_progress_notifications_advance_an_idle_watcher(store):
-    async with await store.watch(
-        "/registry/pods/", await store.current_revision(), progress_notify=True
-    ) as w:
+    async with await store.watch("/registry/pods/", await store.current_revision(), progress_notify=True) as w:
         await store.create("/registry/configmaps/default/c", {"metadata": {"name": "c"}})
         rev = await store.current_revision()
         while True:
@@ -600,9 +596,7 @@ async def test_compaction_keeps_current_state_and_later_history(store):
     await store.guaranteed_update(key("a"), lambda o: {**o, "x": 2})
     await store.create(key("c"), pod("c"))
     await store.compact(mark)
-    assert [o["metadata"]["name"] for o in (await store.list("/registry/pods/", revision=mark)).items] == [
-        "a"
-    ]
+    assert [o["metadata"]["name"] for o in (await store.list("/registry/pods/", revision=mark)).items] == ["a"]
     assert (await store.get(key("a")))["x"] == 2
     async with await store.watch("/registry/pods/", mark) as w:
         e1, e2 = await next_event(w), await next_event(w)
@@ -755,9 +749,7 @@ async def test_continue_token_cannot_be_used_with_a_revision(store):
         await store.create(key(f"p{i}"), pod(f"p{i}"))
     page = await store.list("/registry/pods/", limit=1)
     with pytest.raises(InvalidContinueError):
-        await store.list(
-            "/registry/pods/", limit=1, continue_token=page.continue_token, revision=page.revision
-        )
+        await store.list("/registry/pods/", limit=1, continue_token=page.continue_token, revision=page.revision)
 
 
 @pytest.mark.parametrize("bad", [-1, "5", 1.5, True])

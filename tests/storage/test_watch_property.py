@@ -63,9 +63,7 @@ async def run_scenario(store: Store, ops: list[tuple[str, int, int]]) -> None:
             await asyncio.sleep(0)
             continue
         if kind == "other":
-            await store.guaranteed_update(
-                OTHER, lambda o, b=b: {"metadata": {}, "v": b}, ignore_not_found=True
-            )
+            await store.guaranteed_update(OTHER, lambda o, b=b: {"metadata": {}, "v": b}, ignore_not_found=True)
             continue
         k = KEYS[a]
         try:
@@ -97,19 +95,14 @@ async def run_scenario(store: Store, ops: list[tuple[str, int, int]]) -> None:
         await w.stop()
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
-        got = [
-            (e.revision, e.type, e.key, e.object["v"], e.prev_object["v"] if e.prev_object else None)
-            for e in out
-        ]
+        got = [(e.revision, e.type, e.key, e.object["v"], e.prev_object["v"] if e.prev_object else None) for e in out]
         want = [(h.revision, h.type, h.key, h.value, h.prev) for h in expected]
         assert got == want, f"watcher from {start}"
         for e in out:
             assert e.object["metadata"]["resourceVersion"] == str(e.revision)
 
 
-SETTINGS = dict(
-    deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
-)
+SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 
 @settings(max_examples=60, **SETTINGS)

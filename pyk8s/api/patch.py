@@ -1,0 +1,373 @@
+"""Patches: JSON patch (RFC 6902), JSON merge patch (RFC 7386) and Kubernetes' strategic merge patch.
+
+Strategic merge patch follows upstream's rules (apimachinery/pkg/util/strategicpatch): lists whose schema says
+`x-kubernetes-patch-strategy: merge` merge by their `x-kubernetes-patch-merge-key` (or as sets, for lists of
+primitives) instead of being replaced; the directives `$patch` (replace, delete, merge), `$retainKeys`,
+`$setElementOrder/<list>` and `$deleteFromPrimitiveList/<list>` are honoured. `strategic_diff` computes the
+two-way patch (what kubectl sends) so that `strategic_merge(a, strategic_diff(a, b)) == b`.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from .schema import Node
+
+
+class PatchError(ValueError):
+    """A patch that is malformed or cannot be applied to the object (the API answers 400 or 422)."""
+
+
+# -- JSON merge patch --------------------------------------------------------------------------------------
+
+
+def merge_patch(original: Any, patch: Any) -> Any:
+    """RFC 7386: objects merge recursively, null removes a key, anything else replaces."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = copy.deepcopy(original) if isinstance(original, dict) else {}
+    for k, v in patch.items():
+        if v is None:
+            result.pop(k, None)
+        else:
+            result[k] = merge_patch(result.get(k), v)
+    return result
+
+
+# -- JSON patch --------------------------------------------------------------------------------------------
+
+
+def _pointer(path: Any) -> list[str]:
+    if not isinstance(path, str):
+        raise PatchError(f"path must be a string, not {type(path).__name__}")
+    if path == "":
+        return []
+    if not path.startswith("/"):
+        raise PatchError(f"JSON pointer must start with '/': {path!r}")
+    return [p.replace("~1", "/").replace("~0", "~") for p in path[1:].split("/")]
+
+
+def _walk(doc: Any, parts: list[str], path: str) -> Any:
+    cur = doc
+    for p in parts:
+        if isinstance(cur, dict):
+            if p not in cur:
+                raise PatchError(f"doc is missing path: {path}")
+            cur = cur[p]
+        elif isinstance(cur, list):
+            idx = _index(p, len(cur), path)
+            if idx >= len(cur):
+                raise PatchError(f"doc is missing path: {path}")
+            cur = cur[idx]
+        else:
+            raise PatchError(f"doc is missing path: {path}")
+    return cur
+
+
+def _index(p: str, length: int, path: str, *, allow_end: bool = False) -> int:
+    if p == "-" and allow_end:
+        return length
+    if not p.isdigit() or (len(p) > 1 and p[0] == "0"):
+        raise PatchError(f"invalid array index {p!r} in {path}")
+    i = int(p)
+    if i > length or (i == length and not allow_end):
+        raise PatchError(f"unable to access invalid index: {i} in {path}")
+    return i
+
+
+def _add(doc: Any, parts: list[str], value: Any, path: str) -> Any:
+    if not parts:
+        return value
+    parent = _walk(doc, parts[:-1], path)
+    last = parts[-1]
+    if isinstance(parent, dict):
+        parent[last] = value
+    elif isinstance(parent, list):
+        parent.insert(_index(last, len(parent), path, allow_end=True), value)
+    else:
+        raise PatchError(f"doc is missing path: {path}")
+    return doc
+
+
+def _remove(doc: Any, parts: list[str], path: str) -> Any:
+    if not parts:
+        raise PatchError("cannot remove the whole document")
+    parent = _walk(doc, parts[:-1], path)
+    last = parts[-1]
+    if isinstance(parent, dict):
+        if last not in parent:
+            raise PatchError(f"unable to remove nonexistent key: {last}: missing value")
+        return parent.pop(last)
+    if isinstance(parent, list):
+        i = _index(last, len(parent), path)
+        return parent.pop(i)
+    raise PatchError(f"doc is missing path: {path}")
+
+
+def json_patch(original: Any, operations: Any) -> Any:
+    """Apply an RFC 6902 patch; PatchError for a malformed operation or a failed `test`."""
+    if not isinstance(operations, list):
+        raise PatchError("a JSON patch must be a list of operations")
+    doc = copy.deepcopy(original)
+    for op in operations:
+        if not isinstance(op, dict) or "op" not in op:
+            raise PatchError(f"invalid operation {op!r}")
+        kind, path = op["op"], op.get("path")
+        parts = _pointer(path)
+        if kind in ("add", "replace", "test") and "value" not in op:
+            raise PatchError(f"missing value for {kind} operation")
+        if kind == "add":
+            doc = _add(doc, parts, copy.deepcopy(op["value"]), path)
+        elif kind == "remove":
+            _remove(doc, parts, path)
+        elif kind == "replace":
+            _walk(doc, parts, path)  # must exist
+            if not parts:
+                doc = copy.deepcopy(op["value"])
+            else:
+                _remove(doc, parts, path)
+                doc = _add(doc, parts, copy.deepcopy(op["value"]), path)
+        elif kind in ("move", "copy"):
+            src = _pointer(op.get("from"))
+            value = _walk(doc, src, op.get("from"))
+            if kind == "move":
+                if parts[: len(src)] == src and len(parts) > len(src):
+                    raise PatchError("cannot move a value into one of its children")
+                _remove(doc, src, op.get("from"))
+            doc = _add(doc, parts, copy.deepcopy(value), path)
+        elif kind == "test":
+            if _walk(doc, parts, path) != op["value"]:
+                raise PatchError(f"testing value {path} failed")
+        else:
+            raise PatchError(f"Unexpected kind: {kind}")
+    return doc
+
+
+# -- strategic merge patch ---------------------------------------------------------------------------------
+
+PATCH = "$patch"
+RETAIN_KEYS = "$retainKeys"
+SET_ORDER = "$setElementOrder/"
+DELETE_PRIMITIVE = "$deleteFromPrimitiveList/"
+_DELETE = object()
+
+
+def _strategy(node: Node | None) -> tuple[bool, str, bool]:
+    """(merge list?, merge key, retainKeys?) for the field `node` describes."""
+    if node is None:
+        return False, "", False
+    s = node.patch_strategies
+    return "merge" in s, node.patch_merge_key, "retainKeys" in s
+
+
+def strategic_merge(original: Any, patch: Any, node: Node | None) -> Any:
+    """Apply a strategic merge patch to `original` (a dict), guided by the schema `node`."""
+    if not isinstance(patch, dict):
+        raise PatchError("a strategic merge patch must be a JSON object")
+    result = _merge_map(original if isinstance(original, dict) else {}, patch, node)
+    if result is _DELETE:
+        return {}
+    return result
+
+
+def _strip(value: Any) -> Any:
+    """A patch value with its directives removed (what is stored when it replaces something)."""
+    if isinstance(value, dict):
+        return {
+            k: _strip(v)
+            for k, v in value.items()
+            if k not in (PATCH, RETAIN_KEYS) and not k.startswith((SET_ORDER, DELETE_PRIMITIVE))
+        }
+    if isinstance(value, list):
+        return [_strip(v) for v in value if not (isinstance(v, dict) and v.get(PATCH) in ("delete", "replace"))]
+    return value
+
+
+def _merge_map(original: dict[str, Any], patch: dict[str, Any], node: Node | None) -> Any:
+    directive = patch.get(PATCH)
+    if directive == "delete":
+        return _DELETE
+    if directive == "replace":
+        return _strip(patch)
+    if directive not in (None, "merge"):
+        raise PatchError(f"Unknown patch type: {directive}")
+    result = copy.deepcopy(original)
+    retain = patch.get(RETAIN_KEYS)
+    if retain is not None:
+        if not isinstance(retain, list):
+            raise PatchError(f"{RETAIN_KEYS} must be a list")
+        result = {k: v for k, v in result.items() if k in retain}
+    orders: dict[str, list[Any]] = {}
+    for key, value in patch.items():
+        if key in (PATCH, RETAIN_KEYS):
+            continue
+        if key.startswith(SET_ORDER):
+            orders[key[len(SET_ORDER) :]] = value
+            continue
+        if key.startswith(DELETE_PRIMITIVE):
+            name = key[len(DELETE_PRIMITIVE) :]
+            if isinstance(result.get(name), list) and isinstance(value, list):
+                result[name] = [x for x in result[name] if x not in value]
+            continue
+        child = node.child(key) if node is not None else None
+        if value is None:
+            result.pop(key, None)
+        elif isinstance(value, dict):
+            merged = _merge_map(result.get(key) if isinstance(result.get(key), dict) else {}, value, child)
+            if merged is _DELETE:
+                result.pop(key, None)
+            else:
+                result[key] = merged
+        elif isinstance(value, list):
+            result[key] = _merge_list(result.get(key), value, child)
+        else:
+            result[key] = value
+    for name, order in orders.items():
+        if isinstance(result.get(name), list) and isinstance(order, list):
+            child = node.child(name) if node is not None else None
+            result[name] = _apply_order(result[name], order, _strategy(child)[1])
+    return result
+
+
+def _merge_list(original: Any, patch: list[Any], node: Node | None) -> list[Any]:
+    merge, key, _ = _strategy(node)
+    items_node = node.items() if node is not None else None
+    if any(isinstance(x, dict) and x.get(PATCH) == "replace" for x in patch):
+        return [_strip(x) for x in patch if not (isinstance(x, dict) and x.get(PATCH) == "replace")]
+    if not merge:
+        return _strip(patch)
+    base = list(original) if isinstance(original, list) else []
+    if not key:
+        # A set of primitives: add what is new, keep the rest.
+        out = copy.deepcopy(base)
+        for v in patch:
+            if v not in out:
+                out.append(copy.deepcopy(v))
+        return out
+    out = copy.deepcopy(base)
+    for item in patch:
+        if not isinstance(item, dict):
+            raise PatchError(f"the list item {item!r} is not a map but the list merges by key {key!r}")
+        if key not in item:
+            raise PatchError(f"map: {item} does not contain declared merge key: {key}")
+        k = item[key]
+        idx = next((i for i, x in enumerate(out) if isinstance(x, dict) and x.get(key) == k), None)
+        if item.get(PATCH) == "delete":
+            out = [x for x in out if not (isinstance(x, dict) and x.get(key) == k)]
+            continue
+        if idx is None:
+            merged = _merge_map({}, item, items_node)
+            if merged is not _DELETE:
+                out.append(merged)
+        else:
+            merged = _merge_map(out[idx], item, items_node)
+            if merged is _DELETE:
+                out.pop(idx)
+            else:
+                out[idx] = merged
+    return out
+
+
+def _apply_order(items: list[Any], order: list[Any], key: str) -> list[Any]:
+    """Reorder `items` as `order` lists them; items it does not mention keep their place after those."""
+
+    def ident(x: Any) -> Any:
+        return x.get(key) if key and isinstance(x, dict) else x
+
+    wanted = [ident(o) for o in order]
+    rank = {}
+    for i, w in enumerate(wanted):
+        try:
+            rank.setdefault(w, i)
+        except TypeError:
+            continue
+    listed = [x for x in items if _hashable(ident(x)) and ident(x) in rank]
+    rest = [x for x in items if not (_hashable(ident(x)) and ident(x) in rank)]
+    listed.sort(key=lambda x: rank[ident(x)])
+    return listed + rest
+
+
+def _hashable(x: Any) -> bool:
+    try:
+        hash(x)
+    except TypeError:
+        return False
+    return True
+
+
+def strategic_diff(original: dict[str, Any], modified: dict[str, Any], node: Node | None) -> dict[str, Any]:
+    """The two-way strategic merge patch that turns `original` into `modified` (upstream:
+    CreateTwoWayMergePatch)."""
+    return _diff_map(original, modified, node, retain=False)
+
+
+def _diff_map(original: dict[str, Any], modified: dict[str, Any], node: Node | None, retain: bool) -> dict[str, Any]:
+    patch: dict[str, Any] = {}
+    for k, v in modified.items():
+        child = node.child(k) if node is not None else None
+        if k not in original:
+            patch[k] = copy.deepcopy(v)
+            if isinstance(v, list):
+                patch.update(_list_extras(k, [], v, child))
+            continue
+        ov = original[k]
+        if ov == v:
+            continue
+        if isinstance(v, dict) and isinstance(ov, dict):
+            sub_retain = _strategy(child)[2]
+            sub = _diff_map(ov, v, child, sub_retain)
+            if sub:
+                patch[k] = sub
+        elif isinstance(v, list) and isinstance(ov, list):
+            value, extras = _diff_list(k, ov, v, child)
+            if value is not None:
+                patch[k] = value
+            patch.update(extras)
+        else:
+            patch[k] = copy.deepcopy(v)
+    for k in original:
+        if k not in modified:
+            patch[k] = None
+    if retain and patch:
+        patch[RETAIN_KEYS] = sorted(modified)
+    return patch
+
+
+def _list_extras(name: str, original: list[Any], modified: list[Any], node: Node | None) -> dict[str, Any]:
+    merge, key, _ = _strategy(node)
+    if not merge:
+        return {}
+    if key:
+        return {SET_ORDER + name: [{key: x.get(key)} for x in modified if isinstance(x, dict)]}
+    return {SET_ORDER + name: copy.deepcopy(modified)}
+
+
+def _diff_list(name: str, original: list[Any], modified: list[Any], node: Node | None) -> tuple[Any, dict[str, Any]]:
+    merge, key, _ = _strategy(node)
+    if not merge:
+        return copy.deepcopy(modified), {}
+    extras = _list_extras(name, original, modified, node)
+    if not key:
+        added = [x for x in modified if x not in original]
+        removed = [x for x in original if x not in modified]
+        if removed:
+            extras[DELETE_PRIMITIVE + name] = removed
+        return (added if added else None), extras
+    items_node = node.items() if node is not None else None
+    by_key = {x.get(key): x for x in original if isinstance(x, dict) and _hashable(x.get(key))}
+    out: list[Any] = []
+    for x in modified:
+        k = x.get(key) if isinstance(x, dict) else None
+        old = by_key.get(k) if _hashable(k) else None
+        if old is None:
+            out.append(copy.deepcopy(x))
+        elif old != x:
+            d = _diff_map(old, x, items_node, retain=False)
+            d[key] = k
+            out.append(d)
+    modified_keys = {x.get(key) for x in modified if isinstance(x, dict) and _hashable(x.get(key))}
+    for k in by_key:
+        if k not in modified_keys:
+            out.append({PATCH: "delete", key: k})
+    return (out if out else None), extras

@@ -1,0 +1,165 @@
+"""Upstream's OpenAPI definitions for Kubernetes v1.32, from the `kubernetes-validate` package.
+
+They describe every built-in kind field by field, with the extensions the API server needs: patch
+strategies and merge keys (strategic merge patch), list types and list-map keys (apply), and each kind's
+group/version/kind. pyk8s uses them to find unknown fields (`fieldValidation`), to merge patches, and to
+serve `/openapi/v2` and `/openapi/v3`.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+
+KUBERNETES_VERSION = "v1.32.0"
+_REF_PREFIX = "#/$defs/"
+
+
+@functools.cache
+def definitions() -> dict[str, Any]:
+    """The `$defs` of the v1.32 schema, keyed like `io.k8s.api.core.v1.Pod` (loaded once)."""
+    root = importlib.resources.files("kubernetes_validate").joinpath(
+        "kubernetes-json-schema", f"{KUBERNETES_VERSION}-local", "_definitions.json"
+    )
+    data: dict[str, Any] = orjson.loads(root.read_bytes())["$defs"]
+    return data
+
+
+@functools.cache
+def _gvk_index() -> dict[tuple[str, str, str], str]:
+    out: dict[tuple[str, str, str], str] = {}
+    for name, d in definitions().items():
+        for gvk in d.get("x-kubernetes-group-version-kind") or []:
+            out.setdefault((gvk.get("group", ""), gvk["version"], gvk["kind"]), name)
+    return out
+
+
+def definition_name(group: str, version: str, kind: str) -> str | None:
+    return _gvk_index().get((group, version, kind))
+
+
+def _types(schema: dict[str, Any]) -> set[str]:
+    t = schema.get("type")
+    if isinstance(t, list):
+        return {x for x in t if x != "null"}
+    return {t} if isinstance(t, str) else set()
+
+
+class Node:
+    """A place in the schema: the property entry that led here (which carries the patch extensions) and
+    the schema it resolves to."""
+
+    __slots__ = ("prop", "schema")
+
+    def __init__(self, prop: dict[str, Any], schema: dict[str, Any]) -> None:
+        self.prop = prop
+        self.schema = schema
+
+    @classmethod
+    def of(cls, prop: dict[str, Any]) -> Node:
+        schema = prop
+        seen = 0
+        while "$ref" in schema and seen < 20:
+            ref = schema["$ref"]
+            schema = definitions()[ref[len(_REF_PREFIX) :]] if ref.startswith(_REF_PREFIX) else {}
+            seen += 1
+        return cls(prop, schema)
+
+    @property
+    def ref(self) -> str:
+        ref = self.prop.get("$ref", "")
+        return ref[len(_REF_PREFIX) :] if ref.startswith(_REF_PREFIX) else ""
+
+    @property
+    def types(self) -> set[str]:
+        return _types(self.schema)
+
+    @property
+    def is_object(self) -> bool:
+        return "properties" in self.schema or "object" in self.types
+
+    @property
+    def is_array(self) -> bool:
+        return "array" in self.types
+
+    @property
+    def open_ended(self) -> bool:
+        """Anything goes below here: free-form objects, int-or-string, quantities, raw extensions."""
+        s = self.schema
+        if s.get("x-kubernetes-preserve-unknown-fields") or "oneOf" in s or "anyOf" in s:
+            return True
+        if self.is_object and "properties" not in s and "additionalProperties" not in s:
+            return True
+        return not s or (not self.types and "properties" not in s and "items" not in s)
+
+    def child(self, name: str) -> Node | None:
+        props = self.schema.get("properties")
+        if props and name in props:
+            return Node.of(props[name])
+        extra = self.schema.get("additionalProperties")
+        if isinstance(extra, dict):
+            return Node.of(extra)
+        return None
+
+    def items(self) -> Node | None:
+        items = self.schema.get("items")
+        return Node.of(items) if isinstance(items, dict) else None
+
+    def properties(self) -> Iterator[tuple[str, Node]]:
+        for name, prop in (self.schema.get("properties") or {}).items():
+            yield name, Node.of(prop)
+
+    # extensions on the property entry
+    @property
+    def patch_strategies(self) -> set[str]:
+        raw = self.prop.get("x-kubernetes-patch-strategy") or self.schema.get("x-kubernetes-patch-strategy") or ""
+        return {s for s in raw.split(",") if s}
+
+    @property
+    def patch_merge_key(self) -> str:
+        return self.prop.get("x-kubernetes-patch-merge-key") or self.schema.get("x-kubernetes-patch-merge-key") or ""
+
+    @property
+    def list_type(self) -> str:
+        return self.prop.get("x-kubernetes-list-type") or self.schema.get("x-kubernetes-list-type") or ""
+
+    @property
+    def list_map_keys(self) -> list[str]:
+        return list(self.prop.get("x-kubernetes-list-map-keys") or self.schema.get("x-kubernetes-list-map-keys") or [])
+
+    @property
+    def map_type(self) -> str:
+        return self.prop.get("x-kubernetes-map-type") or self.schema.get("x-kubernetes-map-type") or ""
+
+
+def kind_node(group: str, version: str, kind: str) -> Node | None:
+    name = definition_name(group, version, kind)
+    return Node.of({"$ref": _REF_PREFIX + name}) if name else None
+
+
+def unknown_fields(obj: Any, node: Node | None, path: str = "") -> list[str]:
+    """Paths of fields in `obj` the schema does not know, as upstream words them (`spec.foo`,
+    `spec.containers[0].bar`). A field whose schema is open-ended is not looked into."""
+    out: list[str] = []
+    if node is None or node.open_ended:
+        return out
+    if isinstance(obj, dict) and node.is_object:
+        props = node.schema.get("properties")
+        extra = node.schema.get("additionalProperties")
+        for k, v in obj.items():
+            sub = f"{path}.{k}" if path else k
+            if props is not None and k in props:
+                out.extend(unknown_fields(v, Node.of(props[k]), sub))
+            elif isinstance(extra, dict):
+                out.extend(unknown_fields(v, Node.of(extra), sub))
+            elif props is not None and extra is not True:
+                out.append(sub)
+    elif isinstance(obj, list) and node.is_array:
+        items = node.items()
+        for i, v in enumerate(obj):
+            out.extend(unknown_fields(v, items, f"{path}[{i}]"))
+    return out

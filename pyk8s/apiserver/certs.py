@@ -1,0 +1,197 @@
+"""The cluster's PKI and the admin kubeconfig.
+
+On first start the API server makes a CA, a serving certificate for its addresses, an admin client
+certificate (CN `pyk8s-admin`, O `system:masters`) and an admin bearer token, under `<data-dir>/pki`;
+later starts reuse them, and re-issue the serving certificate when its names change.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import ipaddress
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+ADMIN_USER = "pyk8s-admin"
+ADMIN_GROUP = "system:masters"
+_VALIDITY = dt.timedelta(days=3650)
+
+
+@dataclass(frozen=True)
+class PKI:
+    dir: Path
+    ca_cert: Path
+    ca_key: Path
+    serving_cert: Path
+    serving_key: Path
+    admin_cert: Path
+    admin_key: Path
+    admin_token: str
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+
+
+def _load_key(path: Path) -> ec.EllipticCurvePrivateKey:
+    key = serialization.load_pem_private_key(path.read_bytes(), password=None)
+    assert isinstance(key, ec.EllipticCurvePrivateKey)
+    return key
+
+
+def _issue(
+    subject: x509.Name,
+    key: ec.EllipticCurvePrivateKey,
+    issuer: x509.Name,
+    issuer_key: ec.EllipticCurvePrivateKey,
+    *,
+    ca: bool = False,
+    sans: list[x509.GeneralName] | None = None,
+    usage: list[x509.ObjectIdentifier] | None = None,
+) -> x509.Certificate:
+    now = dt.datetime.now(dt.UTC)
+    b = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + _VALIDITY)
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+    )
+    if ca:
+        b = b.add_extension(
+            x509.KeyUsage(
+                digital_signature=True, content_commitment=False, key_encipherment=False, data_encipherment=False,
+                key_agreement=False, key_cert_sign=True, crl_sign=True, encipher_only=False, decipher_only=False,
+            ),
+            critical=True,
+        )  # fmt: skip
+        b = b.add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+    else:
+        b = b.add_extension(
+            x509.KeyUsage(
+                digital_signature=True, content_commitment=False, key_encipherment=True, data_encipherment=False,
+                key_agreement=False, key_cert_sign=False, crl_sign=False, encipher_only=False, decipher_only=False,
+            ),
+            critical=True,
+        )  # fmt: skip
+        b = b.add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer_key.public_key()), critical=False)
+    if sans:
+        b = b.add_extension(x509.SubjectAlternativeName(sans), critical=False)
+    if usage:
+        b = b.add_extension(x509.ExtendedKeyUsage(usage), critical=False)
+    return b.sign(issuer_key, hashes.SHA256())
+
+
+def _san_list(names: list[str]) -> list[x509.GeneralName]:
+    out: list[x509.GeneralName] = []
+    for n in dict.fromkeys(names):
+        try:
+            out.append(x509.IPAddress(ipaddress.ip_address(n)))
+        except ValueError:
+            out.append(x509.DNSName(n))
+    return out
+
+
+def _cert_sans(path: Path) -> set[str]:
+    cert = x509.load_pem_x509_certificate(path.read_bytes())
+    try:
+        ext = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except x509.ExtensionNotFound:
+        return set()
+    return {str(v) for v in ext.get_values_for_type(x509.IPAddress)} | set(ext.get_values_for_type(x509.DNSName))
+
+
+def serving_names(bind_address: str, extra: list[str]) -> list[str]:
+    names = ["localhost", "127.0.0.1", "kubernetes", "kubernetes.default", "kubernetes.default.svc"]
+    if bind_address and bind_address not in ("0.0.0.0", "::"):
+        names.append(bind_address)
+    return names + [n for n in extra if n]
+
+
+def ensure_pki(data_dir: Path, names: list[str]) -> PKI:
+    """Create what is missing under `<data_dir>/pki` and return where everything is."""
+    d = data_dir / "pki"
+    d.mkdir(parents=True, exist_ok=True)
+    ca_cert, ca_key = d / "ca.crt", d / "ca.key"
+    if not ca_cert.exists() or not ca_key.exists():
+        key = ec.generate_private_key(ec.SECP256R1())
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "pyk8s-ca")])
+        cert = _issue(name, key, name, key, ca=True)
+        _write_private(ca_key, _key_pem(key))
+        ca_cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    ca_key_obj = _load_key(ca_key)
+    ca_name = x509.load_pem_x509_certificate(ca_cert.read_bytes()).subject
+
+    serving_cert, serving_key = d / "apiserver.crt", d / "apiserver.key"
+    if not serving_cert.exists() or not serving_key.exists() or not set(names) <= _cert_sans(serving_cert):
+        key = ec.generate_private_key(ec.SECP256R1())
+        subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")])
+        cert = _issue(subject, key, ca_name, ca_key_obj, sans=_san_list(names), usage=[ExtendedKeyUsageOID.SERVER_AUTH])
+        _write_private(serving_key, _key_pem(key))
+        serving_cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+
+    admin_cert, admin_key = d / "admin.crt", d / "admin.key"
+    if not admin_cert.exists() or not admin_key.exists():
+        key = ec.generate_private_key(ec.SECP256R1())
+        subject = x509.Name(
+            [
+                x509.NameAttribute(NameOID.ORGANIZATION_NAME, ADMIN_GROUP),
+                x509.NameAttribute(NameOID.COMMON_NAME, ADMIN_USER),
+            ]
+        )
+        cert = _issue(subject, key, ca_name, ca_key_obj, usage=[ExtendedKeyUsageOID.CLIENT_AUTH])
+        _write_private(admin_key, _key_pem(key))
+        admin_cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+
+    token_file = d / "admin.token"
+    if not token_file.exists():
+        _write_private(token_file, secrets.token_urlsafe(32).encode())
+    token = token_file.read_text().strip()
+    return PKI(d, ca_cert, ca_key, serving_cert, serving_key, admin_cert, admin_key, token)
+
+
+def _b64(path: Path) -> str:
+    return base64.b64encode(path.read_bytes()).decode()
+
+
+def write_kubeconfig(path: Path, server: str, pki: PKI | None, *, cluster: str = "pyk8s") -> None:
+    """A kubeconfig for the admin: client certificate over HTTPS, or nothing over plain HTTP."""
+    cluster_entry: dict[str, str] = {"server": server}
+    user: dict[str, str] = {}
+    if pki is not None and server.startswith("https://"):
+        cluster_entry["certificate-authority-data"] = _b64(pki.ca_cert)
+        user = {"client-certificate-data": _b64(pki.admin_cert), "client-key-data": _b64(pki.admin_key)}
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": cluster, "cluster": cluster_entry}],
+        "users": [{"name": f"{cluster}-admin", "user": user}],
+        "contexts": [
+            {"name": cluster, "context": {"cluster": cluster, "user": f"{cluster}-admin", "namespace": "default"}}
+        ],
+        "current-context": cluster,
+        "preferences": {},
+    }
+    _write_private(path, yaml.safe_dump(config, sort_keys=False).encode())

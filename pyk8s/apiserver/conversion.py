@@ -1,0 +1,183 @@
+"""Conversion between the versions a resource is served at and the version it is stored in.
+
+Most resources have one version and need nothing but their apiVersion and kind set. Two are served in a
+second shape: events.k8s.io/v1 Events are core/v1 Events with renamed fields, and autoscaling/v1
+HorizontalPodAutoscalers are autoscaling/v2 ones with only the CPU target in the spec (the rest kept in
+annotations, as upstream does, so a v1 round trip loses nothing).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+
+import orjson
+
+from ..api.meta import Object
+from ..api.resources import Resource
+
+Converter = Callable[[Object], Object]
+
+# core/v1 Event field <-> events.k8s.io/v1 Event field
+_EVENT_FIELDS = (
+    ("involvedObject", "regarding"),
+    ("message", "note"),
+    ("source", "deprecatedSource"),
+    ("firstTimestamp", "deprecatedFirstTimestamp"),
+    ("lastTimestamp", "deprecatedLastTimestamp"),
+    ("count", "deprecatedCount"),
+    ("reportingComponent", "reportingController"),
+)
+_SHARED_EVENT_FIELDS = ("eventTime", "series", "reportingInstance", "action", "reason", "related", "type")
+
+
+def _core_event_to_events(obj: Object) -> Object:
+    out: Object = {"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": obj.get("metadata", {})}
+    for f in _SHARED_EVENT_FIELDS:
+        if f in obj:
+            out[f] = obj[f]
+    for core, ev in _EVENT_FIELDS:
+        if core in obj:
+            out[ev] = obj[core]
+    return out
+
+
+def _events_event_to_core(obj: Object) -> Object:
+    out: Object = {"apiVersion": "v1", "kind": "Event", "metadata": obj.get("metadata", {})}
+    for f in _SHARED_EVENT_FIELDS:
+        if f in obj:
+            out[f] = obj[f]
+    for core, ev in _EVENT_FIELDS:
+        if ev in obj:
+            out[core] = obj[ev]
+    out.setdefault("involvedObject", {})
+    return out
+
+
+_HPA_METRICS = "autoscaling.alpha.kubernetes.io/metrics"
+_HPA_BEHAVIOR = "autoscaling.alpha.kubernetes.io/behavior"
+_HPA_CURRENT = "autoscaling.alpha.kubernetes.io/current-metrics"
+_HPA_CONDITIONS = "autoscaling.alpha.kubernetes.io/conditions"
+
+
+def _is_cpu_utilization(m: Object) -> bool:
+    r = m.get("resource") or {}
+    return (
+        m.get("type") == "Resource" and r.get("name") == "cpu" and (r.get("target") or {}).get("type") == "Utilization"
+    )
+
+
+def _hpa_v2_to_v1(obj: Object) -> Object:
+    md = copy.deepcopy(obj.get("metadata", {}))
+    annotations = dict(md.get("annotations") or {})
+    spec2, status2 = obj.get("spec") or {}, obj.get("status") or {}
+    spec: Object = {k: spec2[k] for k in ("scaleTargetRef", "minReplicas", "maxReplicas") if k in spec2}
+    others = []
+    for m in spec2.get("metrics") or []:
+        if _is_cpu_utilization(m) and "targetCPUUtilizationPercentage" not in spec:
+            spec["targetCPUUtilizationPercentage"] = m["resource"]["target"].get("averageUtilization")
+        else:
+            others.append(m)
+    if others:
+        annotations[_HPA_METRICS] = orjson.dumps(others).decode()
+    if spec2.get("behavior"):
+        annotations[_HPA_BEHAVIOR] = orjson.dumps(spec2["behavior"]).decode()
+    status: Object = {}
+    for k in ("observedGeneration", "lastScaleTime", "currentReplicas", "desiredReplicas"):
+        if k in status2:
+            status[k] = status2[k]
+    current = []
+    for m in status2.get("currentMetrics") or []:
+        r = m.get("resource") or {}
+        if m.get("type") == "Resource" and r.get("name") == "cpu" and "averageUtilization" in (r.get("current") or {}):
+            status["currentCPUUtilizationPercentage"] = r["current"]["averageUtilization"]
+        else:
+            current.append(m)
+    if current:
+        annotations[_HPA_CURRENT] = orjson.dumps(current).decode()
+    if status2.get("conditions"):
+        annotations[_HPA_CONDITIONS] = orjson.dumps(status2["conditions"]).decode()
+    if annotations:
+        md["annotations"] = annotations
+    out: Object = {"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler", "metadata": md, "spec": spec}
+    if status or "status" in obj:
+        out["status"] = status
+    return out
+
+
+def _hpa_v1_to_v2(obj: Object) -> Object:
+    md = copy.deepcopy(obj.get("metadata", {}))
+    annotations = dict(md.get("annotations") or {})
+    spec1, status1 = obj.get("spec") or {}, obj.get("status") or {}
+    spec: Object = {k: spec1[k] for k in ("scaleTargetRef", "minReplicas", "maxReplicas") if k in spec1}
+    metrics = []
+    if spec1.get("targetCPUUtilizationPercentage") is not None:
+        metrics.append(
+            {
+                "type": "Resource",
+                "resource": {
+                    "name": "cpu",
+                    "target": {"type": "Utilization", "averageUtilization": spec1["targetCPUUtilizationPercentage"]},
+                },
+            }
+        )
+    if _HPA_METRICS in annotations:
+        metrics += orjson.loads(annotations.pop(_HPA_METRICS))
+    if metrics:
+        spec["metrics"] = metrics
+    if _HPA_BEHAVIOR in annotations:
+        spec["behavior"] = orjson.loads(annotations.pop(_HPA_BEHAVIOR))
+    status: Object = {}
+    for k in ("observedGeneration", "lastScaleTime", "currentReplicas", "desiredReplicas"):
+        if k in status1:
+            status[k] = status1[k]
+    current = []
+    if status1.get("currentCPUUtilizationPercentage") is not None:
+        current.append(
+            {
+                "type": "Resource",
+                "resource": {
+                    "name": "cpu",
+                    "current": {"averageUtilization": status1["currentCPUUtilizationPercentage"]},
+                },
+            }
+        )
+    if _HPA_CURRENT in annotations:
+        current += orjson.loads(annotations.pop(_HPA_CURRENT))
+    if current:
+        status["currentMetrics"] = current
+    if _HPA_CONDITIONS in annotations:
+        status["conditions"] = orjson.loads(annotations.pop(_HPA_CONDITIONS))
+    if annotations:
+        md["annotations"] = annotations
+    else:
+        md.pop("annotations", None)
+    out: Object = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": md, "spec": spec}
+    if status or "status" in obj:
+        out["status"] = status
+    return out
+
+
+_CONVERTERS: dict[tuple[str, str, str], Converter] = {
+    ("v1", "events.k8s.io/v1", "Event"): _core_event_to_events,
+    ("events.k8s.io/v1", "v1", "Event"): _events_event_to_core,
+    ("autoscaling/v2", "autoscaling/v1", "HorizontalPodAutoscaler"): _hpa_v2_to_v1,
+    ("autoscaling/v1", "autoscaling/v2", "HorizontalPodAutoscaler"): _hpa_v1_to_v2,
+}
+
+
+def convert(obj: Object, source: Resource, target: Resource) -> Object:
+    """`obj` (in `source`'s version) as `target` serves it. The input is never changed; when nothing needs
+    converting the same dict comes back, so callers must treat the result as read-only too."""
+    if source.group_version == target.group_version:
+        if obj.get("apiVersion") == target.api_version and obj.get("kind") == target.kind:
+            return obj
+        return {
+            "apiVersion": target.api_version,
+            "kind": target.kind,
+            **{k: v for k, v in obj.items() if k not in ("apiVersion", "kind")},
+        }
+    fn = _CONVERTERS.get((source.group_version, target.group_version, target.kind))
+    if fn is None:
+        raise ValueError(f"no conversion from {source.group_version} to {target.group_version} for {target.kind}")
+    return fn(obj)

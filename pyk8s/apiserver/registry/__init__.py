@@ -1,0 +1,26 @@
+"""The registry: a `Strategy` for every resource in the table, and the `RESTStore` that applies it.
+
+One module per API group holds that group's strategies (defaulting, validation, status split, selectable
+fields, printers); kinds without a module of their own get the generic `Strategy`.
+"""
+
+from __future__ import annotations
+
+from ...api.resources import Resource
+from .strategy import Strategy
+
+# (group, kind) -> Strategy subclass; filled by the group modules below.
+STRATEGIES: dict[tuple[str, str], type[Strategy]] = {}
+
+
+def register(group: str, kind: str) -> object:
+    def deco(cls: type[Strategy]) -> type[Strategy]:
+        STRATEGIES[(group, kind)] = cls
+        return cls
+
+    return deco
+
+
+def strategy_for(resource: Resource) -> Strategy:
+    cls = STRATEGIES.get((resource.group, resource.kind), Strategy)
+    return cls(resource)

@@ -1,0 +1,618 @@
+"""`RESTStore`: one resource's REST semantics over storage and its watch cache (upstream:
+apiserver/pkg/registry/generic/registry/store.go).
+
+Create, update, delete and reads follow upstream's rules: generated names with retries, uid and timestamps,
+the strategy's defaulting, validation and status split, resourceVersion preconditions, finalizers and
+graceful deletion, and the resourceVersion / resourceVersionMatch table for lists. Objects here are in the
+resource's storage version; converting to and from the version a client speaks is the handler's job.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...api import errors, meta
+from ...api.errors import StatusError
+from ...api.meta import Object
+from ...api.resources import Resource
+from ...api.selectors import EVERYTHING as ALL_LABELS
+from ...api.selectors import FieldSelector, LabelSelector
+from ...storage import (
+    ConflictError,
+    GoneError,
+    InvalidContinueError,
+    KeyExistsError,
+    KeyNotFoundError,
+    Preconditions,
+    StorageError,
+    Store,
+    TooLargeResourceVersionError,
+)
+from ...storage.cacher import Cacher, CacheWatcher, Predicate
+from ...storage.continue_token import decode_continue, encode_continue
+from ...storage.keys import key_after
+from ..admission import CREATE, DELETE, UPDATE, Attributes, Chain
+from ..authn import UserInfo
+from .strategy import (
+    FINALIZER_FOREGROUND,
+    FINALIZER_ORPHAN,
+    Strategy,
+    validate_object_meta,
+    validate_object_meta_update,
+)
+
+GENERATE_NAME_RETRIES = 8
+MATCH_EXACT, MATCH_NOT_OLDER_THAN = "Exact", "NotOlderThan"
+
+
+@dataclass
+class ListOptions:
+    label_selector: LabelSelector = ALL_LABELS
+    field_selector: FieldSelector = field(default_factory=FieldSelector)
+    limit: int = 0
+    continue_token: str = ""
+    resource_version: str = ""
+    resource_version_match: str = ""
+    allow_bookmarks: bool = False
+
+
+@dataclass
+class DeleteOptions:
+    grace_period_seconds: int | None = None
+    preconditions: Preconditions | None = None
+    propagation_policy: str | None = None
+    orphan_dependents: bool | None = None
+    dry_run: bool = False
+
+
+@dataclass
+class ListResult:
+    items: list[Object]
+    resource_version: str
+    continue_token: str = ""
+    remaining_item_count: int | None = None
+
+
+@dataclass
+class Context:
+    """Who asks, and how (what every write needs besides the object)."""
+
+    user: UserInfo
+    dry_run: bool = False
+    field_manager: str = ""
+
+
+Updater = Callable[[Object | None], Awaitable[Object]]
+
+
+def parse_resource_version(rv: str, what: str = "resourceVersion") -> int:
+    try:
+        n = int(rv)
+    except ValueError:
+        raise errors.bad_request(
+            f"Invalid value: {errors.go_quote(rv)}: {what} must be a non-negative integer"
+        ) from None
+    if n < 0:
+        raise errors.bad_request(f"Invalid value: {errors.go_quote(rv)}: {what} must be a non-negative integer")
+    return n
+
+
+class RESTStore:
+    """The REST behaviour of one (storage) resource."""
+
+    def __init__(
+        self,
+        resource: Resource,
+        strategy: Strategy,
+        store: Store,
+        cacher: Cacher,
+        admission: Chain,
+    ) -> None:
+        self.resource = resource
+        self.strategy = strategy
+        self.store = store
+        self.cacher = cacher
+        self.admission = admission
+
+    # -- helpers ---------------------------------------------------------------------------------------
+
+    def key(self, namespace: str, name: str) -> str:
+        return self.resource.key(namespace, name)
+
+    def not_found(self, name: str) -> StatusError:
+        return errors.not_found(self.resource.plural, name, self.resource.group)
+
+    def conflict(self, name: str, reason: str = errors.OBJECT_MODIFIED) -> StatusError:
+        return errors.conflict(self.resource.plural, name, reason, self.resource.group)
+
+    def invalid(self, name: str, errs: list[errors.FieldError]) -> StatusError:
+        return errors.invalid_object(self.resource.kind, name, errs, self.resource.group)
+
+    def attrs(self, obj: Object) -> tuple[dict[str, str], dict[str, str]]:
+        return meta.labels_of(obj), self.strategy.fields(obj)
+
+    def predicate(self, opts: ListOptions) -> Predicate:
+        labels_match = None if opts.label_selector.empty else opts.label_selector.matches
+        fields_match = None if opts.field_selector.empty else opts.field_selector.matches
+        return Predicate(labels_match, fields_match)
+
+    def check_field_selector(self, sel: FieldSelector) -> None:
+        supported = set(self.strategy.supported_fields())
+        for f in sel.fields():
+            if f not in supported:
+                raise errors.bad_request(f"field label not supported: {f}")
+
+    def _storage_error(self, err: StorageError, name: str = "") -> StatusError:
+        if isinstance(err, KeyNotFoundError):
+            return self.not_found(name)
+        if isinstance(err, KeyExistsError):
+            return errors.already_exists(self.resource.plural, name, self.resource.group)
+        if isinstance(err, ConflictError):
+            return self.conflict(name, str(err))
+        if isinstance(err, GoneError):
+            return errors.expired(str(err))
+        if isinstance(err, TooLargeResourceVersionError):
+            return errors.timeout(f"Too large resource version: {err.revision}, current: {err.current}", 1)
+        if isinstance(err, InvalidContinueError):
+            return errors.bad_request(str(err))
+        return errors.internal_error(str(err))
+
+    # -- reads -----------------------------------------------------------------------------------------
+
+    async def get(self, namespace: str, name: str, resource_version: str = "") -> Object:
+        key = self.key(namespace, name)
+        try:
+            if resource_version == "" or not self.cacher.ready:
+                return await self.store.get(key)
+            rv = parse_resource_version(resource_version)
+            if rv:
+                await self.cacher.wait_until_fresh(rv)
+        except StorageError as err:
+            raise self._storage_error(err, name) from None
+        entry = self.cacher.get(key)
+        if entry is None:
+            raise self.not_found(name)
+        return entry.obj
+
+    def validate_list_options(self, opts: ListOptions, watch: bool = False) -> None:
+        errs: list[errors.FieldError] = []
+        match = opts.resource_version_match
+        if match:
+            if watch:
+                errs.append(errors.forbidden("resourceVersionMatch", "resourceVersionMatch is forbidden for watch"))
+            if match not in (MATCH_EXACT, MATCH_NOT_OLDER_THAN):
+                errs.append(errors.not_supported("resourceVersionMatch", match, [MATCH_EXACT, MATCH_NOT_OLDER_THAN]))
+            elif opts.resource_version == "":
+                errs.append(
+                    errors.forbidden(
+                        "resourceVersionMatch", "resourceVersionMatch is forbidden unless resourceVersion is provided"
+                    )
+                )
+            if opts.continue_token:
+                errs.append(
+                    errors.forbidden(
+                        "resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided"
+                    )
+                )
+            if match == MATCH_EXACT and opts.resource_version == "0":
+                errs.append(
+                    errors.forbidden(
+                        "resourceVersionMatch", 'resourceVersionMatch "exact" is forbidden for resourceVersion "0"'
+                    )
+                )
+        if errs:
+            raise errors.invalid_object("ListOptions", "", errs, "meta.k8s.io")
+        if opts.resource_version:
+            parse_resource_version(opts.resource_version)
+        if opts.limit < 0:
+            raise errors.bad_request("limit must be a non-negative integer")
+        self.check_field_selector(opts.field_selector)
+
+    def _delegate_list(self, opts: ListOptions) -> bool:
+        # upstream cacher.shouldDelegateList: continuations and paginated requests (other than at "0") and
+        # exact matches go to storage; the rest, including consistent reads, are served from the cache.
+        if not self.cacher.ready:
+            return True
+        if opts.continue_token:
+            return True
+        if opts.limit > 0 and opts.resource_version != "0":
+            return True
+        return opts.resource_version_match not in ("", MATCH_NOT_OLDER_THAN)
+
+    async def list(self, namespace: str, opts: ListOptions) -> ListResult:
+        self.validate_list_options(opts)
+        prefix = self.resource.collection_key(namespace)
+        pred = self.predicate(opts)
+        try:
+            if not self._delegate_list(opts):
+                if opts.resource_version == "":
+                    await self.cacher.wait_until_fresh(await self.store.current_revision())
+                elif opts.resource_version != "0":
+                    await self.cacher.wait_until_fresh(parse_resource_version(opts.resource_version))
+                entries, rev = self.cacher.list(prefix, pred)
+                return ListResult([en.obj for en in entries], str(rev))
+            return await self._list_from_storage(prefix, opts, pred)
+        except StorageError as err:
+            raise self._storage_error(err) from None
+
+    async def _list_from_storage(self, prefix: str, opts: ListOptions, pred: Predicate) -> ListResult:
+        revision: int | None = None
+        token = opts.continue_token
+        if token:
+            if opts.resource_version not in ("", "0"):
+                raise errors.bad_request("specifying resource version is not allowed when using continue")
+        elif opts.resource_version not in ("", "0"):
+            rv = parse_resource_version(opts.resource_version)
+            exact = opts.resource_version_match == MATCH_EXACT or (opts.resource_version_match == "" and opts.limit > 0)
+            if exact:
+                revision = rv
+            else:
+                current = await self.store.current_revision()
+                if current < rv:
+                    if self.cacher.ready:
+                        await self.cacher.wait_until_fresh(rv)
+                    current = await self.store.current_revision()
+                    if current < rv:
+                        raise TooLargeResourceVersionError(rv, current)
+        if pred.everything:
+            res = await self.store.list(prefix, limit=opts.limit, continue_token=token or None, revision=revision)
+            return ListResult(res.items, str(res.revision), res.continue_token or "", res.remaining_item_count)
+        # With a selector, keep reading pages until `limit` objects match (upstream's etcd3 GetList does too).
+        items: list[Object] = []
+        page = max(opts.limit, 500) if opts.limit else 0
+        while True:
+            res = await self.store.list(prefix, limit=page, continue_token=token or None, revision=revision)
+            revision = res.revision
+            for obj in res.items:
+                labels, fields = self.attrs(obj)
+                if pred.matches(labels, fields):
+                    items.append(obj)
+                    if opts.limit and len(items) == opts.limit:
+                        last_key = self.key(meta.namespace_of(obj), meta.name_of(obj))
+                        more = obj is not res.items[-1] or bool(res.continue_token)
+                        next_token = encode_continue(key_after(last_key), prefix, revision) if more else ""
+                        return ListResult(items, str(revision), next_token)
+            if not res.continue_token:
+                return ListResult(items, str(revision))
+            token = res.continue_token
+
+    async def watch(self, namespace: str, opts: ListOptions, name: str = "") -> CacheWatcher:
+        self.validate_list_options(opts, watch=True)
+        prefix = self.key(namespace, name) if name else self.resource.collection_key(namespace)
+        pred = self.predicate(opts)
+        from_rv: int | None = parse_resource_version(opts.resource_version) if opts.resource_version else None
+        try:
+            return await self.cacher.watch(prefix, from_rv, pred, bookmarks=opts.allow_bookmarks)
+        except StorageError as err:
+            raise self._storage_error(err) from None
+
+    def continue_revision(self, token: str, namespace: str) -> int:
+        """The snapshot revision a continue token pins (to answer 410 with a fresh token)."""
+        _, rev = decode_continue(token, self.resource.collection_key(namespace))
+        return rev
+
+    # -- create ----------------------------------------------------------------------------------------
+
+    def prepare_create(self, namespace: str, obj: Object) -> Object:
+        """Everything upstream's BeforeCreate does, short of admission and storage."""
+        md = meta.metadata(obj)
+        if self.resource.namespaced:
+            ns = md.get("namespace") or ""
+            if ns and namespace and ns != namespace:
+                raise errors.bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request"
+                )
+            md["namespace"] = namespace or ns
+        else:
+            md.pop("namespace", None)
+        for k in ("deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion", "selfLink"):
+            md.pop(k, None)
+        self.strategy.default(obj)
+        self.strategy.prepare_for_create(obj)
+        if not md.get("name") and md.get("generateName"):
+            md["name"] = meta.generate_name(md["generateName"])
+        md["uid"] = meta.new_uid()
+        md["creationTimestamp"] = meta.rfc3339()
+        if self.strategy.tracks_generation:
+            md.setdefault("generation", 1)
+        errs = validate_object_meta(md, self.resource.namespaced, type(self.strategy).name_validator)
+        errs += self.strategy.validate(obj)
+        if errs:
+            raise self.invalid(md.get("name", ""), errs)
+        return obj
+
+    async def create(self, namespace: str, obj: Object, ctx: Context) -> Object:
+        generated = not meta.metadata(obj).get("name") and bool(meta.metadata(obj).get("generateName"))
+        obj = self.prepare_create(namespace, obj)
+        name = meta.name_of(obj)
+        attrs = Attributes(CREATE, self.resource, "", namespace, name, obj, None, ctx.user, ctx.dry_run)
+        await self.admission.admit(attrs)
+        obj = attrs.object or obj
+        await self.admission.validate(attrs)
+        for attempt in range(GENERATE_NAME_RETRIES + 1):
+            key = self.key(meta.namespace_of(obj), meta.name_of(obj))
+            if ctx.dry_run:
+                try:
+                    await self.store.get(key)
+                except KeyNotFoundError:
+                    return obj
+                raise errors.already_exists(self.resource.plural, meta.name_of(obj), self.resource.group)
+            try:
+                return await self.store.create(key, obj)
+            except KeyExistsError:
+                if generated and attempt < GENERATE_NAME_RETRIES:
+                    obj["metadata"]["name"] = meta.generate_name(obj["metadata"]["generateName"])
+                    continue
+                raise errors.already_exists(self.resource.plural, meta.name_of(obj), self.resource.group) from None
+            except StorageError as err:
+                raise self._storage_error(err, meta.name_of(obj)) from None
+        raise AssertionError("unreachable")
+
+    # -- update ----------------------------------------------------------------------------------------
+
+    async def update(
+        self,
+        namespace: str,
+        name: str,
+        updater: Updater,
+        ctx: Context,
+        *,
+        subresource: str = "",
+        force_allow_create: bool = False,
+    ) -> tuple[Object, bool]:
+        """Apply `updater` to the current object and store the result; returns (object, created).
+
+        `updater` receives a copy of the current object (None if absent) and returns the desired object;
+        it runs again if the object changed underneath (so a patch is re-applied to the latest state).
+        """
+        key = self.key(namespace, name)
+        created = False
+        delete_after = False
+
+        async def try_update(existing: Object | None) -> Object:
+            nonlocal created, delete_after
+            created = existing is None
+            new = await updater(copy.deepcopy(existing) if existing is not None else None)
+            if not isinstance(new, dict):
+                raise errors.bad_request("the update produced no object")
+            md = meta.metadata(new)
+            if md.get("name", name) != name:
+                raise errors.bad_request(
+                    f"the name of the object ({md.get('name')}) does not match the name on the URL ({name})"
+                )
+            md["name"] = name
+            if existing is None:
+                if subresource or not (self.strategy.allow_create_on_update or force_allow_create):
+                    raise self.not_found(name)
+                new = self.prepare_create(namespace, new)
+                attrs = Attributes(
+                    CREATE, self.resource, subresource, namespace, name, new, None, ctx.user, ctx.dry_run
+                )
+            else:
+                new = self._prepare_update(namespace, name, new, existing, subresource)
+                attrs = Attributes(
+                    UPDATE, self.resource, subresource, namespace, name, new, existing, ctx.user, ctx.dry_run
+                )
+            await self.admission.admit(attrs)
+            new = attrs.object or new
+            await self.admission.validate(attrs)
+            if existing is not None:
+                delete_after = self._should_delete_during_update(new, existing)
+            if ctx.dry_run:
+                raise _DryRunResult(new)
+            return new
+
+        try:
+            obj = await self.store.guaranteed_update(key, try_update, ignore_not_found=True)
+        except _DryRunResult as r:
+            return r.obj, created
+        except StorageError as err:
+            raise self._storage_error(err, name) from None
+        if delete_after:
+            # The last finalizer of an object being deleted is gone: now it really goes.
+            md = obj["metadata"]
+            try:
+                obj = await self.store.delete(
+                    key, preconditions=Preconditions(uid=md.get("uid"), resource_version=md.get("resourceVersion"))
+                )
+            except (KeyNotFoundError, ConflictError):
+                pass
+        return obj, created
+
+    def _prepare_update(self, namespace: str, name: str, new: Object, old: Object, subresource: str) -> Object:
+        md, old_md = meta.metadata(new), old["metadata"]
+        rv = md.get("resourceVersion") or ""
+        if rv and rv != old_md.get("resourceVersion"):
+            raise self.conflict(name)
+        if not rv and not self.strategy.allow_unconditional_update:
+            raise self.invalid(
+                name, [errors.invalid("metadata.resourceVersion", "", "must be specified for an update")]
+            )
+        if self.resource.namespaced:
+            ns = md.get("namespace") or namespace
+            if ns != namespace:
+                raise errors.bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request"
+                )
+            md["namespace"] = namespace
+        # What the server owns (upstream rest.BeforeUpdate): generation moves only by the strategy, the
+        # creation and deletion timestamps cannot change, a missing uid or grace period is the stored one.
+        md["generation"] = old_md.get("generation", 0)
+        if not md["generation"] and "generation" not in old_md:
+            del md["generation"]
+        for k in ("creationTimestamp", "deletionTimestamp"):
+            if k in old_md:
+                md[k] = old_md[k]
+        for k in ("uid", "deletionGracePeriodSeconds"):
+            if k in old_md and md.get(k) in (None, ""):
+                md[k] = old_md[k]
+        md["resourceVersion"] = old_md.get("resourceVersion", "")
+        if subresource == "status":
+            self.strategy.prepare_for_status_update(new, old)
+            errs = validate_object_meta_update(md, old_md) + self.strategy.validate_status_update(new, old)
+        else:
+            self.strategy.default(new)
+            self.strategy.prepare_for_update(new, old)
+            errs = validate_object_meta_update(md, old_md) + self.strategy.validate_update(new, old)
+        if errs:
+            raise self.invalid(name, errs)
+        return new
+
+    def _should_delete_during_update(self, new: Object, old: Object) -> bool:
+        md = new["metadata"]
+        if not md.get("deletionTimestamp") or md.get("finalizers"):
+            return False
+        return not md.get("deletionGracePeriodSeconds")
+
+    # -- delete ----------------------------------------------------------------------------------------
+
+    async def delete(self, namespace: str, name: str, opts: DeleteOptions, ctx: Context) -> tuple[Object, bool]:
+        """Delete, or mark for deletion; returns (object, whether it is gone)."""
+        key = self.key(namespace, name)
+        try:
+            obj = await self.store.get(key)
+        except KeyNotFoundError:
+            raise self.not_found(name) from None
+        if opts.grace_period_seconds is not None and opts.grace_period_seconds < 0:
+            raise self.invalid(name, [errors.invalid("gracePeriodSeconds", opts.grace_period_seconds, "must be >= 0")])
+        self._check_delete_preconditions(obj, opts)
+        attrs = Attributes(DELETE, self.resource, "", namespace, name, None, obj, ctx.user, ctx.dry_run)
+        await self.admission.validate(attrs)
+
+        grace = self.strategy.graceful_deletion_seconds(obj, opts.grace_period_seconds)
+        finalizers = self._finalizers_for_deletion(obj, opts)
+        md = obj["metadata"]
+        already_deleting = bool(md.get("deletionTimestamp"))
+        if grace > 0 or finalizers or already_deleting:
+            return await self._mark_deleted(key, name, obj, grace, finalizers, opts, ctx)
+        if ctx.dry_run:
+            return obj, True
+        try:
+            gone = await self.store.delete(
+                key, preconditions=Preconditions(uid=md.get("uid"), resource_version=md.get("resourceVersion"))
+            )
+        except ConflictError:
+            # Changed since we looked: start over on the current state.
+            return await self.delete(namespace, name, opts, ctx)
+        except KeyNotFoundError:
+            raise self.not_found(name) from None
+        return gone, True
+
+    def _check_delete_preconditions(self, obj: Object, opts: DeleteOptions) -> None:
+        pre = opts.preconditions
+        if pre is None:
+            return
+        md = obj["metadata"]
+        if pre.uid is not None and pre.uid != md.get("uid"):
+            raise self.conflict(
+                md["name"],
+                f"Precondition failed: UID in precondition: {pre.uid}, UID in object meta: {md.get('uid', '')}",
+            )
+        if pre.resource_version is not None and pre.resource_version != md.get("resourceVersion"):
+            raise self.conflict(
+                md["name"],
+                "Precondition failed: ResourceVersion in precondition: "
+                f"{pre.resource_version}, ResourceVersion in object meta: {md.get('resourceVersion', '')}",
+            )
+
+    def _finalizers_for_deletion(self, obj: Object, opts: DeleteOptions) -> list[str]:
+        """The finalizers the object should carry while it is deleted (upstream's GC finalizers)."""
+        current = list(obj["metadata"].get("finalizers") or [])
+        policy = opts.propagation_policy
+        if policy is None and opts.orphan_dependents is not None:
+            policy = "Orphan" if opts.orphan_dependents else "Background"
+        if policy == "Orphan":
+            current = [f for f in current if f != FINALIZER_FOREGROUND]
+            if FINALIZER_ORPHAN not in current:
+                current.append(FINALIZER_ORPHAN)
+        elif policy == "Foreground":
+            current = [f for f in current if f != FINALIZER_ORPHAN]
+            if FINALIZER_FOREGROUND not in current:
+                current.append(FINALIZER_FOREGROUND)
+        elif policy == "Background":
+            current = [f for f in current if f not in (FINALIZER_ORPHAN, FINALIZER_FOREGROUND)]
+        return current
+
+    async def _mark_deleted(
+        self,
+        key: str,
+        name: str,
+        obj: Object,
+        grace: int,
+        finalizers: list[str],
+        opts: DeleteOptions,
+        ctx: Context,
+    ) -> tuple[Object, bool]:
+        """Set deletionTimestamp (and the GC finalizers); delete at once if nothing holds the object."""
+
+        def mark(current: Object | None) -> Object:
+            if current is None:
+                raise KeyNotFoundError(key)
+            current = copy.deepcopy(current)
+            md = current["metadata"]
+            if md.get("uid") != obj["metadata"].get("uid"):
+                raise KeyNotFoundError(key)
+            if opts.propagation_policy or opts.orphan_dependents is not None:
+                md["finalizers"] = self._finalizers_for_deletion(current, opts)
+            if not md.get("finalizers"):
+                md.pop("finalizers", None)
+            if not md.get("deletionTimestamp"):
+                md["deletionTimestamp"] = meta.rfc3339(meta.now() + _seconds(grace))
+                md["deletionGracePeriodSeconds"] = grace
+            elif grace < (md.get("deletionGracePeriodSeconds") or 0):
+                # A shorter grace period than the one in force moves the deadline earlier.
+                md["deletionTimestamp"] = meta.rfc3339(meta.now() + _seconds(grace))
+                md["deletionGracePeriodSeconds"] = grace
+            return current
+
+        if ctx.dry_run:
+            marked = mark(obj)
+            return marked, False
+        try:
+            marked = await self.store.guaranteed_update(key, mark)
+        except KeyNotFoundError:
+            raise self.not_found(name) from None
+        except StorageError as err:
+            raise self._storage_error(err, name) from None
+        md = marked["metadata"]
+        if not md.get("finalizers") and not md.get("deletionGracePeriodSeconds"):
+            try:
+                gone = await self.store.delete(
+                    key, preconditions=Preconditions(uid=md.get("uid"), resource_version=md.get("resourceVersion"))
+                )
+                return gone, True
+            except (KeyNotFoundError, ConflictError):
+                pass
+        return marked, False
+
+    async def delete_collection(
+        self, namespace: str, list_opts: ListOptions, opts: DeleteOptions, ctx: Context
+    ) -> list[Object]:
+        listed = await self.list(namespace, list_opts)
+        out = []
+        for obj in listed.items:
+            try:
+                deleted, _ = await self.delete(meta.namespace_of(obj), meta.name_of(obj), opts, ctx)
+            except StatusError as err:
+                if err.code == 404:
+                    continue
+                raise
+            out.append(deleted)
+        return out
+
+
+class _DryRunResult(Exception):
+    """Carries a dry-run update's result out of guaranteed_update without writing it."""
+
+    def __init__(self, obj: Object) -> None:
+        super().__init__("dry run")
+        self.obj = obj
+
+
+def _seconds(n: int) -> Any:
+    import datetime as dt
+
+    return dt.timedelta(seconds=n)

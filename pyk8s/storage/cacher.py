@@ -1,0 +1,424 @@
+"""The watch cache: one per resource, holding every object and a window of recent events in memory, so
+lists and watches are served without touching storage (upstream: apiserver/pkg/storage/cacher).
+
+It lists the resource's directory once, then follows a storage watch (with progress notifications, so its
+resourceVersion advances while nothing changes). Watchers are filtered by key prefix and by a predicate on
+labels and fields; an object that stops matching reaches a watcher as DELETED and one that starts matching as
+ADDED, as upstream does. A watcher that cannot keep up is ended, and its client resumes from the last
+resourceVersion it saw. Events are shared by every watcher: whatever a handler caches on them (such as
+their JSON encoding) is computed once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import collections
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .codec import Object
+from .errors import GoneError, TooLargeResourceVersionError
+from .interface import ADDED, BOOKMARK, DELETED, MODIFIED, Storage, WatchEvent
+from .keys import range_end
+
+log = logging.getLogger(__name__)
+
+Attrs = Callable[[Object], tuple[Mapping[str, str], Mapping[str, str]]]  # (labels, fields)
+
+
+@dataclass(frozen=True)
+class Predicate:
+    """Which objects a list or watch wants: by labels and fields (upstream: storage.SelectionPredicate)."""
+
+    label: Callable[[Mapping[str, str]], bool] | None = None
+    field: Callable[[Mapping[str, str]], bool] | None = None
+
+    @property
+    def everything(self) -> bool:
+        return self.label is None and self.field is None
+
+    def matches(self, labels: Mapping[str, str], fields: Mapping[str, str]) -> bool:
+        if self.label is not None and not self.label(labels):
+            return False
+        return self.field is None or self.field(fields)
+
+
+EVERYTHING = Predicate()
+
+
+@dataclass
+class Entry:
+    """One cached object with its revision and the labels and fields predicates look at."""
+
+    key: str
+    obj: Object
+    revision: int
+    labels: Mapping[str, str]
+    fields: Mapping[str, str]
+
+
+@dataclass
+class CacheEvent:
+    """A change as the cache saw it; `prev` is the entry before it (None for ADDED)."""
+
+    type: str
+    key: str
+    revision: int
+    entry: Entry | None  # the object after the change (the last state for DELETED)
+    prev: Entry | None
+    memo: dict[Any, Any] = field(default_factory=dict)  # encodings shared by all watchers
+
+
+@dataclass
+class WatchedEvent:
+    """What one watcher receives: the event type as this watcher sees it, and the shared event."""
+
+    type: str
+    event: CacheEvent | None  # None for bookmarks
+    revision: int
+
+    @property
+    def object(self) -> Object | None:
+        e = self.event
+        if e is None or e.entry is None:
+            return None
+        return e.entry.obj
+
+
+class CacheWatcher:
+    """One watch served from the cache."""
+
+    def __init__(
+        self,
+        cacher: Cacher,
+        prefix: str,
+        predicate: Predicate,
+        bookmarks: bool,
+        queue_size: int,
+    ) -> None:
+        self.cacher = cacher
+        self.prefix = prefix
+        self.predicate = predicate
+        self.bookmarks = bookmarks
+        self.queue: asyncio.Queue[WatchedEvent | BaseException | None] = asyncio.Queue(queue_size)
+        self.last_revision = 0
+        self.stopped = False
+
+    def offer(self, event: CacheEvent) -> None:
+        if self.stopped or not event.key.startswith(self.prefix):
+            return
+        typ = _as_seen(event, self.predicate)
+        if typ is None:
+            return
+        self._put(WatchedEvent(typ, event, event.revision))
+
+    def offer_bookmark(self, revision: int) -> None:
+        if self.bookmarks and not self.stopped and revision > self.last_revision and self.queue.empty():
+            self._put(WatchedEvent(BOOKMARK, None, revision))
+
+    def _put(self, item: WatchedEvent) -> None:
+        try:
+            self.queue.put_nowait(item)
+            self.last_revision = item.revision
+        except asyncio.QueueFull:
+            # Too slow: end this watch rather than hold unbounded memory; the client resumes from the
+            # last resourceVersion it processed.
+            log.info("watcher of %s is too slow; ending its watch", self.prefix)
+            self.stop()
+
+    def stop(self) -> None:
+        if not self.stopped:
+            self.stopped = True
+            self.cacher._watchers.discard(self)
+            # Wake a consumer blocked on get(); the sentinel may not fit if the queue is full.
+            while True:
+                try:
+                    self.queue.put_nowait(None)
+                    break
+                except asyncio.QueueFull:
+                    self.queue.get_nowait()
+
+    def __aiter__(self) -> CacheWatcher:
+        return self
+
+    async def __anext__(self) -> WatchedEvent:
+        item = await self.queue.get()
+        if item is None:
+            raise StopAsyncIteration
+        if isinstance(item, BaseException):
+            self.stop()
+            raise item
+        return item
+
+    def next_nowait(self) -> WatchedEvent | None:
+        """The next queued event without waiting, or None (lets a handler batch its writes)."""
+        try:
+            item = self.queue.get_nowait()
+        except asyncio.QueueEmpty:
+            return None
+        if item is None:
+            self.queue.put_nowait(None)  # keep the end marker for the next __anext__
+            return None
+        if isinstance(item, BaseException):
+            self.queue.put_nowait(item)
+            return None
+        return item
+
+
+def _as_seen(event: CacheEvent, pred: Predicate) -> str | None:
+    """The event type a watcher with predicate `pred` sees, or None if the event is not for it."""
+    if pred.everything:
+        return event.type
+    cur = event.entry
+    prev = event.prev
+    if event.type == DELETED:
+        return DELETED if prev is not None and pred.matches(prev.labels, prev.fields) else None
+    cur_ok = cur is not None and pred.matches(cur.labels, cur.fields)
+    prev_ok = prev is not None and pred.matches(prev.labels, prev.fields)
+    if cur_ok:
+        return MODIFIED if prev_ok else ADDED
+    return DELETED if prev_ok else None
+
+
+class Cacher:
+    """The watch cache of one storage directory; see the module docstring."""
+
+    def __init__(
+        self,
+        storage: Storage,
+        prefix: str,
+        attrs: Attrs,
+        *,
+        history: int = 100_000,
+        history_seconds: float = 300.0,
+        watcher_queue: int = 10_000,
+        bookmark_interval: float = 60.0,
+    ) -> None:
+        self.storage = storage
+        self.prefix = prefix
+        self.attrs = attrs
+        self.history = history
+        self.history_seconds = history_seconds
+        self.watcher_queue = watcher_queue
+        self.bookmark_interval = bookmark_interval
+        self._entries: dict[str, Entry] = {}
+        self._sorted_keys: list[str] | None = []
+        self._events: collections.deque[tuple[float, CacheEvent]] = collections.deque()
+        self._oldest = 0  # events after this revision are all in the window
+        self.revision = 0
+        self._watchers: set[CacheWatcher] = set()
+        self._ready = asyncio.Event()
+        self._advanced = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._bookmark_task: asyncio.Task[None] | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name=f"cacher {self.prefix}")
+        self._bookmark_task = asyncio.create_task(self._bookmarks(), name=f"cacher bookmarks {self.prefix}")
+
+    async def wait_ready(self, timeout: float | None = None) -> None:
+        await asyncio.wait_for(self._ready.wait(), timeout)
+
+    @property
+    def ready(self) -> bool:
+        return self._ready.is_set()
+
+    async def stop(self) -> None:
+        for t in (self._task, self._bookmark_task):
+            if t is not None:
+                t.cancel()
+        await asyncio.gather(*(t for t in (self._task, self._bookmark_task) if t), return_exceptions=True)
+        for w in list(self._watchers):
+            w.stop()
+
+    async def _run(self) -> None:
+        backoff = 0.1
+        while True:
+            try:
+                await self._list_and_watch()
+                backoff = 0.1
+            except asyncio.CancelledError:
+                raise
+            except Exception as err:  # storage trouble: relist after a pause, watchers resume by revision
+                log.warning("watch cache for %s: %s; relisting", self.prefix, err)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 5.0)
+
+    async def _list_and_watch(self) -> None:
+        if not self._ready.is_set():
+            await self._initial_list()
+        try:
+            watch = await self.storage.watch(self.prefix, self.revision, progress_notify=True)
+        except GoneError:
+            await self._relist()
+            return
+        async with watch:
+            async for ev in watch:
+                self._apply(ev)
+
+    async def _initial_list(self) -> None:
+        res = await self.storage.list(self.prefix)
+        for obj in res.items:
+            key = self._key_of(obj)
+            labels, fields = self.attrs(obj)
+            self._entries[key] = Entry(key, obj, int(obj["metadata"]["resourceVersion"]), labels, fields)
+        self._sorted_keys = None
+        self.revision = self._oldest = res.revision
+        self._ready.set()
+
+    async def _relist(self) -> None:
+        """After losing the storage watch beyond its history: rebuild; every watcher ends and re-watches."""
+        res = await self.storage.list(self.prefix)
+        fresh: dict[str, Entry] = {}
+        for obj in res.items:
+            key = self._key_of(obj)
+            labels, fields = self.attrs(obj)
+            fresh[key] = Entry(key, obj, int(obj["metadata"]["resourceVersion"]), labels, fields)
+        self._entries = fresh
+        self._sorted_keys = None
+        self._events.clear()
+        self.revision = self._oldest = res.revision
+        for w in list(self._watchers):
+            w.stop()
+        self._signal()
+
+    def _key_of(self, obj: Object) -> str:
+        meta = obj.get("metadata") or {}
+        ns = meta.get("namespace")
+        return f"{self.prefix}{ns}/{meta['name']}" if ns else f"{self.prefix}{meta['name']}"
+
+    def _apply(self, ev: WatchEvent) -> None:
+        if ev.type == BOOKMARK:
+            if ev.revision > self.revision:
+                self.revision = ev.revision
+                self._signal()
+            return
+        key = ev.key
+        prev = self._entries.get(key)
+        entry = self._entry(key, ev.object, ev.revision)
+        if ev.type == DELETED:
+            self._entries.pop(key, None)
+            if self._sorted_keys is not None and prev is not None:
+                i = bisect.bisect_left(self._sorted_keys, key)
+                if i < len(self._sorted_keys) and self._sorted_keys[i] == key:
+                    del self._sorted_keys[i]
+        else:
+            self._entries[key] = entry
+            if self._sorted_keys is not None and prev is None:
+                bisect.insort(self._sorted_keys, key)
+        # After a relist the cache may not know an object storage calls MODIFIED: to the cache it is new.
+        typ = ADDED if ev.type == MODIFIED and prev is None else ev.type
+        event = CacheEvent(typ, key, ev.revision, entry, prev)
+        self._record(event)
+        self.revision = ev.revision
+        for w in list(self._watchers):
+            w.offer(event)
+        self._signal()
+
+    def _entry(self, key: str, obj: Object, revision: int) -> Entry:
+        labels, fields = self.attrs(obj)
+        return Entry(key, obj, revision, labels, fields)
+
+    def _record(self, event: CacheEvent) -> None:
+        now = time.monotonic()
+        self._events.append((now, event))
+        while len(self._events) > self.history or (
+            len(self._events) > 100 and now - self._events[0][0] > self.history_seconds
+        ):
+            _, old = self._events.popleft()
+            self._oldest = old.revision
+
+    def _signal(self) -> None:
+        self._advanced.set()
+        self._advanced = asyncio.Event()
+
+    async def _bookmarks(self) -> None:
+        while True:
+            await asyncio.sleep(self.bookmark_interval)
+            for w in list(self._watchers):
+                w.offer_bookmark(self.revision)
+
+    # -- reads -----------------------------------------------------------------------------------------
+
+    async def wait_until_fresh(self, revision: int, timeout: float = 3.0) -> None:
+        """Return once the cache has seen `revision`; TooLargeResourceVersionError after `timeout`."""
+        await self.wait_ready(timeout=30.0)
+        deadline = asyncio.get_running_loop().time() + timeout
+        while self.revision < revision:
+            remaining = deadline - asyncio.get_running_loop().time()
+            if remaining <= 0:
+                raise TooLargeResourceVersionError(revision, self.revision)
+            try:
+                await asyncio.wait_for(self._advanced.wait(), remaining)
+            except TimeoutError:
+                pass
+
+    def get(self, key: str) -> Entry | None:
+        return self._entries.get(key)
+
+    def list(self, prefix: str, predicate: Predicate = EVERYTHING) -> tuple[list[Entry], int]:
+        """Entries under `prefix` that match, sorted by key, and the cache's revision."""
+        if self._sorted_keys is None:
+            self._sorted_keys = sorted(self._entries)
+        keys = self._sorted_keys
+        lo = bisect.bisect_left(keys, prefix)
+        hi = bisect.bisect_left(keys, range_end(prefix)) if prefix else len(keys)
+        entries = self._entries
+        out = [entries[k] for k in keys[lo:hi]]
+        if not predicate.everything:
+            out = [en for en in out if predicate.matches(en.labels, en.fields)]
+        return out, self.revision
+
+    def count(self) -> int:
+        return len(self._entries)
+
+    async def watch(
+        self,
+        prefix: str,
+        from_revision: int | None,
+        predicate: Predicate = EVERYTHING,
+        *,
+        bookmarks: bool = False,
+    ) -> CacheWatcher:
+        """A watch on keys under `prefix`.
+
+        `from_revision` None or 0: ADDED events for the current matching objects first, then changes.
+        Otherwise every change after it; GoneError if the window no longer reaches back that far,
+        TooLargeResourceVersionError if the cache does not reach it within 3 seconds.
+        """
+        await self.wait_ready(timeout=30.0)
+        if from_revision:
+            await self.wait_until_fresh(from_revision)
+        w = CacheWatcher(self, prefix, predicate, bookmarks, self.watcher_queue)
+        if not from_revision:
+            entries, rev = self.list(prefix, predicate)
+            if len(entries) >= self.watcher_queue:
+                w.queue = asyncio.Queue(len(entries) + self.watcher_queue)
+            for en in entries:
+                w._put(WatchedEvent(ADDED, CacheEvent(ADDED, en.key, en.revision, en, None), en.revision))
+            w.last_revision = rev
+        else:
+            if from_revision < self._oldest:
+                raise GoneError(
+                    f"too old resource version: {from_revision} ({self._oldest + 1})",
+                    revision=from_revision,
+                    compacted_revision=self._oldest,
+                )
+            backlog = [ev for _, ev in self._events if ev.revision > from_revision]
+            if len(backlog) >= self.watcher_queue:
+                w.queue = asyncio.Queue(len(backlog) + self.watcher_queue)
+            for ev in backlog:
+                w.offer(ev)
+            w.last_revision = max(w.last_revision, from_revision)
+        self._watchers.add(w)
+        return w
+
+    @property
+    def watcher_count(self) -> int:
+        return len(self._watchers)
