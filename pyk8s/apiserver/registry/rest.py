@@ -222,7 +222,7 @@ class RESTStore:
             return True
         return opts.resource_version_match not in ("", MATCH_NOT_OLDER_THAN)
 
-    async def list(self, namespace: str, opts: ListOptions) -> ListResult:
+    async def list_objects(self, namespace: str, opts: ListOptions) -> ListResult:
         self.validate_list_options(opts)
         prefix = self.resource.collection_key(namespace)
         pred = self.predicate(opts)
@@ -450,7 +450,10 @@ class RESTStore:
             if k in old_md and md.get(k) in (None, ""):
                 md[k] = old_md[k]
         md["resourceVersion"] = old_md.get("resourceVersion", "")
-        if subresource == "status":
+        if subresource == "binding":
+            # A binding sets spec.nodeName and a status condition together; both were checked by its handler.
+            errs = validate_object_meta_update(md, old_md)
+        elif subresource == "status":
             self.strategy.prepare_for_status_update(new, old)
             errs = validate_object_meta_update(md, old_md) + self.strategy.validate_status_update(new, old)
         else:
@@ -591,7 +594,7 @@ class RESTStore:
     async def delete_collection(
         self, namespace: str, list_opts: ListOptions, opts: DeleteOptions, ctx: Context
     ) -> list[Object]:
-        listed = await self.list(namespace, list_opts)
+        listed = await self.list_objects(namespace, list_opts)
         out = []
         for obj in listed.items:
             try:

@@ -1,0 +1,178 @@
+"""The handler chain, in kube-apiserver's order (upstream: apiserver/pkg/server/config.go
+DefaultBuildHandlerChain): panic recovery → request info → authentication → audit → impersonation →
+authorization → in-flight limit → timeout → handler. Each filter is an aiohttp middleware; later issues
+plug RBAC, audit policies and priority-and-fairness into the same places."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from ..api import errors
+from .authn import AUTHENTICATED_GROUP, InvalidCredentials, Union, UserInfo, peer_certificate_of
+from .encoding import status_response
+from .request_info import request_info
+
+log = logging.getLogger("pyk8s.apiserver")
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+PUBLIC_PATHS = ("/version", "/healthz", "/livez", "/readyz")
+_TIMEOUT_PARAM = re.compile(r"^(\d+(?:\.\d+)?)(ns|us|ms|s|m|h)?$")
+_UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+
+
+@dataclass
+class ChainConfig:
+    authenticator: Union
+    anonymous_is_admin: bool = False  # the insecure port: everyone is the admin, as upstream's was
+    max_requests_inflight: int = 400
+    max_mutating_requests_inflight: int = 200
+    request_timeout: float = 60.0
+    audit: list[Callable[[web.Request, UserInfo], None]] = field(default_factory=list)
+    on_request_done: Callable[[web.Request, int, float], None] | None = None
+
+
+class _Credentials:
+    def __init__(self, request: web.Request) -> None:
+        self.headers = request.headers
+        self._transport = request.transport
+
+    def peer_certificate(self) -> dict[str, Any] | None:
+        if self._transport is None:
+            return None
+        return peer_certificate_of(self._transport.get_extra_info("ssl_object"))
+
+
+def _parse_timeout(raw: str) -> float | None:
+    m = _TIMEOUT_PARAM.match(raw.strip())
+    if not m:
+        return None
+    return float(m.group(1)) * _UNITS[m.group(2)]
+
+
+def build_middlewares(cfg: ChainConfig, inflight: dict[str, int]) -> list[Any]:
+    """The chain's middlewares; `inflight` counts requests in flight by kind (shared by all listeners)."""
+
+    @web.middleware
+    async def panic_recovery(request: web.Request, handler: Handler) -> web.StreamResponse:
+        start = time.perf_counter()
+        code = 500
+        try:
+            resp = await handler(request)
+            code = resp.status
+            return resp
+        except errors.StatusError as err:
+            code = err.code
+            return status_response(err)
+        except web.HTTPException:
+            raise
+        except (ConnectionResetError, asyncio.CancelledError):
+            code = 499
+            raise
+        except Exception as err:  # never a traceback to the client, never a dead server
+            log.exception("panic serving %s %s", request.method, request.path_qs)
+            return status_response(errors.internal_error(f"{type(err).__name__}: {err}"))
+        finally:
+            if cfg.on_request_done is not None:
+                cfg.on_request_done(request, code, time.perf_counter() - start)
+
+    @web.middleware
+    async def with_request_info(request: web.Request, handler: Handler) -> web.StreamResponse:
+        request["info"] = request_info(request.method, request.raw_path, request.query)  # type: ignore[arg-type]
+        return await handler(request)
+
+    @web.middleware
+    async def authentication(request: web.Request, handler: Handler) -> web.StreamResponse:
+        try:
+            user = cfg.authenticator.authenticate(_Credentials(request))
+        except InvalidCredentials:
+            return status_response(errors.unauthorized())
+        if user is None:
+            return status_response(errors.unauthorized())
+        if user.anonymous and cfg.anonymous_is_admin:
+            user = UserInfo("system:admin", groups=("system:masters", AUTHENTICATED_GROUP))
+        request["user"] = user
+        return await handler(request)
+
+    @web.middleware
+    async def audit(request: web.Request, handler: Handler) -> web.StreamResponse:
+        for hook in cfg.audit:
+            hook(request, request["user"])
+        return await handler(request)
+
+    @web.middleware
+    async def impersonation(request: web.Request, handler: Handler) -> web.StreamResponse:
+        as_user = request.headers.get("Impersonate-User")
+        as_groups = request.headers.getall("Impersonate-Group", [])
+        if as_user or as_groups:
+            user: UserInfo = request["user"]
+            if "system:masters" not in user.groups:
+                return status_response(
+                    errors.forbidden_request(
+                        "users",
+                        as_user or "",
+                        f'User "{user.name}" cannot impersonate resource "users" in API group "" at the cluster scope',
+                    )
+                )
+            if not as_user:
+                return status_response(errors.bad_request("requested impersonation of groups without a user"))
+            request["user"] = UserInfo(as_user, groups=(*as_groups, AUTHENTICATED_GROUP))
+        return await handler(request)
+
+    @web.middleware
+    async def authorization(request: web.Request, handler: Handler) -> web.StreamResponse:
+        user: UserInfo = request["user"]
+        if user.anonymous and request.path not in PUBLIC_PATHS and not request.path.startswith(PUBLIC_PATHS[1:]):
+            # Anonymous requests may only read the public endpoints (upstream: system:public-info-viewer).
+            return status_response(errors.unauthorized())
+        return await handler(request)
+
+    @web.middleware
+    async def max_inflight(request: web.Request, handler: Handler) -> web.StreamResponse:
+        info = request["info"]
+        if info.is_long_running:
+            return await handler(request)
+        kind = "mutating" if info.is_mutating else "readOnly"
+        limit = cfg.max_mutating_requests_inflight if info.is_mutating else cfg.max_requests_inflight
+        if limit and inflight[kind] >= limit:
+            return status_response(errors.too_many_requests("Too many requests, please try again later.", 1))
+        inflight[kind] += 1
+        try:
+            return await handler(request)
+        finally:
+            inflight[kind] -= 1
+
+    @web.middleware
+    async def timeout(request: web.Request, handler: Handler) -> web.StreamResponse:
+        info = request["info"]
+        if info.is_long_running:
+            return await handler(request)
+        limit = cfg.request_timeout
+        raw = request.query.get("timeout")
+        if raw:
+            t = _parse_timeout(raw)
+            if t is None:
+                return status_response(errors.bad_request(f"invalid timeout specified in the request URL: {raw}"))
+            limit = min(limit, t) if t > 0 else limit
+        try:
+            return await asyncio.wait_for(handler(request), limit)
+        except TimeoutError:
+            return status_response(errors.timeout("request did not complete within the allotted timeout", 0))
+
+    return [
+        panic_recovery,
+        with_request_info,
+        authentication,
+        audit,
+        impersonation,
+        authorization,
+        max_inflight,
+        timeout,
+    ]

@@ -1,0 +1,397 @@
+"""The REST verbs on resources: get, list, create, update, patch, delete, deletecollection, and their
+subresources (upstream: apiserver/pkg/endpoints/handlers). Watches are in `watch.py`.
+
+A handler turns a request into a `RESTStore` call: it decodes the body, converts between the version the
+client speaks and the storage version, applies patches to the current object, and encodes the answer in the
+format the client accepted (JSON, YAML or a Table).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from aiohttp import web
+
+from ..api import errors, schema
+from ..api.meta import Object
+from ..api.patch import PatchError, json_patch, merge_patch, strategic_merge
+from ..api.resources import Resource, ResourceTable
+from ..api.selectors import SelectorError, parse_field_selector, parse_label_selector
+from ..storage import Preconditions
+from . import tables
+from .conversion import convert
+from .encoding import body_object, check_fields, decode, field_validation, read_body, respond
+from .negotiation import (
+    APPLY_PATCH_CBOR,
+    APPLY_PATCH_YAML,
+    JSON_PATCH,
+    MERGE_PATCH,
+    STRATEGIC_MERGE_PATCH,
+    Output,
+    choose_output,
+)
+from .registry.rest import Context, DeleteOptions, ListOptions, RESTStore
+from .request_info import RequestInfo
+from .subresources import Subresources
+
+# Resources whose DELETE answers with the deleted object rather than a Status (upstream ReturnDeletedObject).
+RETURNS_DELETED_OBJECT = {("", "pods"), ("", "services"), ("", "persistentvolumes"), ("", "persistentvolumeclaims")}
+
+
+def query_int(query: Any, name: str) -> int | None:
+    raw = query.get(name)
+    if raw in (None, ""):
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise errors.bad_request(f"invalid {name} {errors.go_quote(raw)}: must be an integer") from None
+
+
+def dry_run(values: list[str]) -> bool:
+    for v in values:
+        if v != "All":
+            raise errors.bad_request(f'dryRun: Unsupported value: {errors.go_quote(v)}: supported values: "All"')
+    return bool(values)
+
+
+def list_options(query: Any) -> ListOptions:
+    try:
+        labels = parse_label_selector(query.get("labelSelector"))
+        fields = parse_field_selector(query.get("fieldSelector"))
+    except SelectorError as e:
+        raise errors.bad_request(str(e)) from None
+    return ListOptions(
+        label_selector=labels,
+        field_selector=fields,
+        limit=query_int(query, "limit") or 0,
+        continue_token=query.get("continue", ""),
+        resource_version=query.get("resourceVersion", ""),
+        resource_version_match=query.get("resourceVersionMatch", ""),
+        allow_bookmarks=query.get("allowWatchBookmarks", "").lower() in ("true", "1"),
+    )
+
+
+class Resolved:
+    """The resource a request addresses: as served (`served`) and as stored (`rest.resource`)."""
+
+    def __init__(self, served: Resource, rest: RESTStore, info: RequestInfo) -> None:
+        self.served = served
+        self.rest = rest
+        self.info = info
+
+    def to_client(self, obj: Object) -> Object:
+        return convert(obj, self.rest.resource, self.served)
+
+    def to_storage(self, obj: Object) -> Object:
+        return convert(obj, self.served, self.rest.resource)
+
+
+class ResourceHandlers:
+    def __init__(self, table: ResourceTable, stores: dict[tuple[str, str], RESTStore]) -> None:
+        self.table = table
+        self.stores = stores  # (storage group/version, plural) -> RESTStore
+        self.subresources = Subresources(self)
+
+    def store_for(self, served: Resource) -> RESTStore:
+        stored = self.table.storage_resource(served)
+        return self.stores[(stored.group_version, stored.plural)]
+
+    def resolve(self, info: RequestInfo) -> Resolved:
+        served = self.table.get(info.api_group, info.api_version, info.resource)
+        if served is None or (info.namespace and not served.namespaced):
+            raise errors.path_not_found()
+        if info.subresource:
+            sub = served.subresource(info.subresource)
+            if sub is None or len(info.parts) > 3:
+                raise errors.path_not_found()
+            verbs = sub.verbs
+        else:
+            if len(info.parts) > 2:
+                raise errors.path_not_found()
+            verbs = served.verbs
+        if info.verb not in verbs and not (info.verb == "watch" and "watch" in served.verbs):
+            raise errors.method_not_supported(served.plural, info.verb, served.group)
+        if served.namespaced and not info.namespace and info.verb not in ("list", "watch", "deletecollection"):
+            raise errors.path_not_found()
+        return Resolved(served, self.store_for(served), info)
+
+    async def serve(self, request: web.Request, info: RequestInfo, ctx: Context) -> web.StreamResponse:
+        r = self.resolve(info)
+        if info.subresource and info.subresource != "status":
+            return await self.subresources.serve(request, r, ctx)
+        verb = info.verb
+        if verb == "get":
+            return await self.get(request, r)
+        if verb == "list":
+            return await self.list_collection(request, r)
+        if verb == "create":
+            return await self.create(request, r, ctx)
+        if verb == "update":
+            return await self.update(request, r, ctx)
+        if verb == "patch":
+            return await self.patch(request, r, ctx)
+        if verb == "delete":
+            return await self.delete(request, r, ctx)
+        if verb == "deletecollection":
+            return await self.delete_collection(request, r, ctx)
+        raise errors.method_not_supported(r.served.plural, verb, r.served.group)
+
+    # -- output ----------------------------------------------------------------------------------------
+
+    def output(self, request: web.Request) -> Output:
+        return choose_output(request.headers.get("Accept"))
+
+    def object_response(
+        self,
+        request: web.Request,
+        r: Resolved,
+        obj: Object,
+        status: int = 200,
+        warnings: list[str] | None = None,
+        out: Output | None = None,
+    ) -> web.Response:
+        out = out or self.output(request)
+        client_obj = r.to_client(obj)
+        if out.transform == "Table":
+            include = tables.check_include_object(request.query.get("includeObject", ""))
+            doc = tables.table(
+                [client_obj],
+                r.served.group,
+                r.served.kind,
+                include=include,
+                version=out.version,
+                list_meta={"resourceVersion": obj["metadata"].get("resourceVersion", "")},
+            )
+            return respond(doc, out, status, warnings)
+        if out.transform == "PartialObjectMetadata":
+            doc = {
+                "kind": "PartialObjectMetadata",
+                "apiVersion": f"meta.k8s.io/{out.version}",
+                "metadata": obj["metadata"],
+            }
+            return respond(doc, out, status, warnings)
+        return respond(client_obj, out, status, warnings)
+
+    # -- reads -----------------------------------------------------------------------------------------
+
+    async def get(self, request: web.Request, r: Resolved) -> web.Response:
+        obj = await r.rest.get(r.info.namespace, r.info.name, request.query.get("resourceVersion", ""))
+        return self.object_response(request, r, obj)
+
+    async def list_collection(self, request: web.Request, r: Resolved) -> web.Response:
+        out = self.output(request)
+        opts = list_options(request.query)
+        try:
+            res = await r.rest.list_objects(r.info.namespace, opts)
+        except errors.StatusError as err:
+            if err.code == 410 and opts.continue_token:
+                raise self._expired_continue(r, opts) from None
+            raise
+        list_meta: dict[str, Any] = {"resourceVersion": res.resource_version}
+        if res.continue_token:
+            list_meta["continue"] = res.continue_token
+        if res.remaining_item_count is not None:
+            list_meta["remainingItemCount"] = res.remaining_item_count
+        items = [r.to_client(o) for o in res.items]
+        if out.transform == "Table":
+            include = tables.check_include_object(request.query.get("includeObject", ""))
+            doc = tables.table(
+                items, r.served.group, r.served.kind, include=include, version=out.version, list_meta=list_meta
+            )
+            return respond(doc, out)
+        if out.transform in ("PartialObjectMetadata", "PartialObjectMetadataList"):
+            doc = {
+                "kind": "PartialObjectMetadataList",
+                "apiVersion": f"meta.k8s.io/{out.version}",
+                "metadata": list_meta,
+                "items": [
+                    {
+                        "kind": "PartialObjectMetadata",
+                        "apiVersion": f"meta.k8s.io/{out.version}",
+                        "metadata": o["metadata"],
+                    }
+                    for o in items
+                ],
+            }
+            return respond(doc, out)
+        doc = {"kind": r.served.list_kind, "apiVersion": r.served.api_version, "metadata": list_meta, "items": items}
+        return respond(doc, out)
+
+    def _expired_continue(self, r: Resolved, opts: ListOptions) -> errors.StatusError:
+        err = errors.expired(
+            "The provided continue parameter is too old to display a consistent list result. You can start a "
+            "new list without the continue parameter, or use the continue token in this response to retrieve "
+            "the remainder of the results. Continuing with the provided token results in an inconsistent list "
+            "- objects that were created, modified, or deleted between the time the first chunk was returned "
+            "and now may show up in the list."
+        )
+        return err
+
+    # -- writes ----------------------------------------------------------------------------------------
+
+    async def _decode_object(self, request: web.Request, r: Resolved) -> tuple[Object, list[str]]:
+        mode = field_validation(request.query)
+        data = await read_body(request)
+        raw, dups = decode(data, request.headers.get("Content-Type"), check_duplicates=mode == "Strict")
+        obj = body_object(raw, r.served)
+        return obj, check_fields(obj, r.served, mode, dups)
+
+    def _context(self, request: web.Request, ctx: Context) -> Context:
+        return Context(
+            user=ctx.user,
+            dry_run=dry_run(request.query.getall("dryRun", [])),
+            field_manager=request.query.get("fieldManager", ""),
+        )
+
+    async def create(self, request: web.Request, r: Resolved, ctx: Context) -> web.Response:
+        c = self._context(request, ctx)
+        obj, warnings = await self._decode_object(request, r)
+        created = await r.rest.create(r.info.namespace, r.to_storage(obj), c)
+        return self.object_response(request, r, created, 201, warnings)
+
+    async def update(self, request: web.Request, r: Resolved, ctx: Context) -> web.Response:
+        c = self._context(request, ctx)
+        obj, warnings = await self._decode_object(request, r)
+        desired = r.to_storage(obj)
+
+        async def updater(existing: Object | None) -> Object:
+            return desired if existing is None else dict(desired)
+
+        result, created = await r.rest.update(r.info.namespace, r.info.name, updater, c, subresource=r.info.subresource)
+        return self.object_response(request, r, result, 201 if created else 200, warnings)
+
+    async def patch(self, request: web.Request, r: Resolved, ctx: Context) -> web.Response:
+        c = self._context(request, ctx)
+        mode = field_validation(request.query)
+        content_type = (request.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
+        data = await read_body(request)
+        apply = make_patcher(content_type, data, r.served)
+        warnings: list[str] = []
+
+        async def updater(existing: Object | None) -> Object:
+            if existing is None:
+                raise r.rest.not_found(r.info.name)
+            patched = apply(r.to_client(existing))
+            if not isinstance(patched, dict):
+                raise errors.bad_request("the patch did not produce an object")
+            patched = body_object(patched, r.served)
+            warnings[:] = check_fields(patched, r.served, mode, [])
+            return r.to_storage(patched)
+
+        result, _ = await r.rest.update(r.info.namespace, r.info.name, updater, c, subresource=r.info.subresource)
+        return self.object_response(request, r, result, 200, warnings)
+
+    async def delete(self, request: web.Request, r: Resolved, ctx: Context) -> web.Response:
+        opts = await delete_options(request)
+        c = Context(ctx.user, opts.dry_run)
+        obj, gone = await r.rest.delete(r.info.namespace, r.info.name, opts, c)
+        status = 202 if not gone and opts.orphan_dependents is False else 200
+        if gone and (r.served.group, r.rest.resource.plural) not in RETURNS_DELETED_OBJECT:
+            md = obj["metadata"]
+            details = {"name": md.get("name", ""), "kind": r.served.plural, "uid": md.get("uid", "")}
+            if r.served.group:
+                details = {
+                    "name": details["name"],
+                    "group": r.served.group,
+                    "kind": r.served.plural,
+                    "uid": details["uid"],
+                }
+            doc = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
+            return respond(doc, Output(), status)
+        return self.object_response(request, r, obj, status)
+
+    async def delete_collection(self, request: web.Request, r: Resolved, ctx: Context) -> web.Response:
+        opts = await delete_options(request)
+        lopts = list_options(request.query)
+        c = Context(ctx.user, opts.dry_run)
+        deleted = await r.rest.delete_collection(r.info.namespace, lopts, opts, c)
+        doc = {
+            "kind": r.served.list_kind,
+            "apiVersion": r.served.api_version,
+            "metadata": {},
+            "items": [r.to_client(o) for o in deleted],
+        }
+        return respond(doc, self.output(request))
+
+
+async def delete_options(request: web.Request) -> DeleteOptions:
+    """DeleteOptions from the body (kubectl sends one) and the query string."""
+    body: dict[str, Any] = {}
+    data = await read_body(request)
+    if data.strip():
+        raw, _ = decode(data, request.headers.get("Content-Type"))
+        if not isinstance(raw, dict):
+            raise errors.bad_request("the body of a DELETE must be a DeleteOptions object")
+        body = raw
+    q = request.query
+    grace = body.get("gracePeriodSeconds")
+    if q.get("gracePeriodSeconds"):
+        grace = query_int(q, "gracePeriodSeconds")
+    policy = q.get("propagationPolicy") or body.get("propagationPolicy")
+    if policy is not None and policy not in ("Orphan", "Background", "Foreground"):
+        raise errors.invalid_object(
+            "DeleteOptions", "", [errors.not_supported("propagationPolicy", policy, ["Foreground", "Background", "Orphan"])],
+            "meta.k8s.io",
+        )  # fmt: skip
+    orphan = body.get("orphanDependents")
+    if q.get("orphanDependents"):
+        orphan = q.get("orphanDependents", "").lower() == "true"
+    if orphan is not None and policy is not None:
+        raise errors.invalid_object(
+            "DeleteOptions", "", [errors.invalid("propagationPolicy", policy, "orphanDependents and deletionPropagation cannot be both set")],
+            "meta.k8s.io",
+        )  # fmt: skip
+    pre = body.get("preconditions") or {}
+    preconditions = None
+    if pre.get("uid") is not None or pre.get("resourceVersion") is not None:
+        preconditions = Preconditions(uid=pre.get("uid"), resource_version=pre.get("resourceVersion"))
+    dry = list(q.getall("dryRun", [])) + list(body.get("dryRun") or [])
+    if grace is not None and not isinstance(grace, int):
+        raise errors.bad_request("gracePeriodSeconds must be an integer")
+    return DeleteOptions(grace, preconditions, policy, orphan, dry_run(dry))
+
+
+Patcher = Callable[[Object], Any]
+
+
+def make_patcher(content_type: str, data: bytes, served: Resource) -> Patcher:
+    """A function that applies the patch body to the client's view of the current object."""
+    if content_type in (APPLY_PATCH_YAML, APPLY_PATCH_CBOR):
+        raise errors.unsupported_media_type(
+            "server-side apply (application/apply-patch+yaml) is not supported by pyk8s yet; "
+            "use client-side apply (kubectl apply without --server-side)"
+        )
+    if content_type not in (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH):
+        raise errors.unsupported_media_type(
+            f"the body of the request was in an unknown format - accepted media types include: "
+            f"{JSON_PATCH}, {MERGE_PATCH}, {APPLY_PATCH_YAML}, {STRATEGIC_MERGE_PATCH}"
+        )
+    patch, _ = decode(data, "application/json")
+    if content_type == JSON_PATCH:
+        if not isinstance(patch, list):
+            raise errors.bad_request("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
+
+        def apply_json(obj: Object) -> Any:
+            try:
+                return json_patch(obj, patch)
+            except PatchError as e:
+                raise errors.invalid_object(
+                    served.kind, obj["metadata"].get("name", ""), [errors.invalid("patch", "", str(e))], served.group
+                ) from None
+
+        return apply_json
+    if not isinstance(patch, dict):
+        raise errors.bad_request("the patch must be a JSON object")
+    if content_type == MERGE_PATCH:
+        return lambda obj: merge_patch(obj, patch)
+    node = schema.kind_node(served.group, served.version, served.kind)
+
+    def apply_strategic(obj: Object) -> Any:
+        try:
+            return strategic_merge(obj, patch, node)
+        except PatchError as e:
+            raise errors.bad_request(str(e)) from None
+
+    return apply_strategic

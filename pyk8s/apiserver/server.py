@@ -1,0 +1,336 @@
+"""`APIServer`: kube-apiserver's job in one object with `async run()`.
+
+It opens storage (SQLite in the data directory, or etcd), starts a watch cache per resource, makes sure the
+system namespaces exist, and serves HTTPS (and plain HTTP only on an explicit loopback `--insecure-port`)
+through the handler chain in `filters`. On first start it creates the PKI and writes `admin.kubeconfig`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import ssl
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from aiohttp import web
+
+from ..api import errors
+from ..api.meta import Object
+from ..api.resources import TABLE, ResourceTable
+from ..storage import StorageError, Store, open_storage
+from ..storage.cacher import Cacher
+from ..storage.compactor import DEFAULT_COMPACTION_INTERVAL
+from . import discovery
+from .admission import Chain
+from .admission.namespace_lifecycle import NamespaceLifecycle
+from .authn import TokenAuthenticator, Union, UserInfo, X509Authenticator
+from .certs import ADMIN_GROUP, ADMIN_USER, PKI, ensure_pki, serving_names, write_kubeconfig
+from .encoding import respond, status_response
+from .filters import ChainConfig, build_middlewares
+from .handlers import ResourceHandlers
+from .health import HealthChecks, version_info
+from .metrics import Gauges, Metrics
+from .negotiation import Output, choose_output
+from .registry import strategy_for
+from .registry.rest import Context, RESTStore
+from .tables import check_include_object
+from .watch import WatchMetrics, WatchServer
+
+log = logging.getLogger("pyk8s.apiserver")
+
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+@dataclass
+class APIServerOptions:
+    data_dir: Path
+    etcd_servers: list[str] = field(default_factory=list)
+    bind_address: str = "127.0.0.1"
+    secure_port: int = 6443
+    insecure_port: int = 0  # 0: no plain HTTP
+    insecure_bind_address: str = "127.0.0.1"
+    tls_sans: list[str] = field(default_factory=list)
+    max_requests_inflight: int = 400
+    max_mutating_requests_inflight: int = 200
+    request_timeout: float = 60.0
+    min_request_timeout: int = 1800
+    compaction_interval: float = DEFAULT_COMPACTION_INTERVAL
+    sqlite_synchronous: str = "NORMAL"
+    watch_cache_history: int = 100_000
+    bookmark_interval: float = 60.0
+    write_kubeconfig: bool = True
+
+    @property
+    def storage_url(self) -> str:
+        if self.etcd_servers:
+            return "etcd://" + ",".join(s.removeprefix("http://").removeprefix("https://") for s in self.etcd_servers)
+        return f"sqlite://{self.data_dir}?synchronous={self.sqlite_synchronous}"
+
+
+class APIServer:
+    def __init__(self, options: APIServerOptions, table: ResourceTable = TABLE) -> None:
+        self.options = options
+        self.table = table
+        self.store: Store | None = None
+        self.stores: dict[tuple[str, str], RESTStore] = {}
+        self.cachers: list[Cacher] = []
+        self.pki: PKI | None = None
+        self.metrics = Metrics()
+        self.watch_metrics = WatchMetrics()
+        self.handlers: ResourceHandlers | None = None
+        self.watches = WatchServer(self.watch_metrics, options.min_request_timeout)
+        self._runners: list[web.AppRunner] = []
+        self.secure_port = 0
+        self.insecure_port = 0
+        self._stopped = asyncio.Event()
+        self._discovery: dict[str, bytes] = {}
+        self._inflight = {"readOnly": 0, "mutating": 0}
+        self.metrics.add_gauges(
+            Gauges(
+                lambda: {c.prefix.removeprefix("/registry/").rstrip("/"): c.count() for c in self.cachers},
+                lambda: dict(self._inflight),
+                lambda: self.watch_metrics.open_watches,
+                lambda: self.watch_metrics.events_sent,
+            )
+        )
+
+    # -- addresses -------------------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        host = self.options.bind_address if self.options.bind_address not in ("0.0.0.0", "::") else "127.0.0.1"
+        return f"https://{host}:{self.secure_port}"
+
+    @property
+    def insecure_url(self) -> str:
+        return f"http://{self.options.insecure_bind_address}:{self.insecure_port}" if self.insecure_port else ""
+
+    @property
+    def kubeconfig_path(self) -> Path:
+        return self.options.data_dir / "admin.kubeconfig"
+
+    # -- lifecycle -------------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        opts = self.options
+        opts.data_dir.mkdir(parents=True, exist_ok=True)
+        self.pki = ensure_pki(opts.data_dir, serving_names(opts.bind_address, opts.tls_sans))
+        self.store = await open_storage(opts.storage_url, compaction_interval=opts.compaction_interval)
+        try:
+            await self._build_registry()
+            await self._ensure_system_namespaces()
+            await self._serve()
+        except BaseException:
+            await self.stop()
+            raise
+        if opts.write_kubeconfig:
+            write_kubeconfig(self.kubeconfig_path, self.url, self.pki)
+        log.info("serving on %s", self.url)
+
+    async def run(self) -> None:
+        await self.start()
+        try:
+            await self._stopped.wait()
+        finally:
+            await self.stop()
+
+    async def stop(self) -> None:
+        for runner in self._runners:
+            await runner.cleanup()
+        self._runners.clear()
+        for c in self.cachers:
+            await c.stop()
+        self.cachers.clear()
+        if self.store is not None:
+            await self.store.close()
+            self.store = None
+        self._stopped.set()
+
+    # -- registry --------------------------------------------------------------------------------------
+
+    async def _build_registry(self) -> None:
+        assert self.store is not None
+        store = self.store
+        namespaces: RESTStore | None = None
+
+        async def get_namespace(name: str) -> Object | None:
+            assert namespaces is not None
+            entry = namespaces.cacher.get(namespaces.key("", name)) if namespaces.cacher.ready else None
+            if entry is not None:
+                return entry.obj
+            try:
+                return await store.get(namespaces.key("", name))
+            except StorageError:
+                return None
+
+        admission = Chain([NamespaceLifecycle(get_namespace)])
+        for r in self.table.resources:
+            if r.storage_group_version or r.plural == "bindings":
+                continue
+            strategy = strategy_for(r)
+            cacher = Cacher(
+                store,
+                r.key_prefix,
+                lambda o, s=strategy: (o.get("metadata", {}).get("labels") or {}, s.fields(o)),
+                history=self.options.watch_cache_history,
+                bookmark_interval=self.options.bookmark_interval,
+            )
+            rest = RESTStore(r, strategy, store, cacher, admission)
+            self.stores[(r.group_version, r.plural)] = rest
+            self.cachers.append(cacher)
+            if r.group == "" and r.plural == "namespaces":
+                namespaces = rest
+        await asyncio.gather(*(c.start() for c in self.cachers))
+        await asyncio.gather(*(c.wait_ready(60) for c in self.cachers))
+        self.handlers = ResourceHandlers(self.table, self.stores)
+
+    def rest(self, group_version: str, plural: str) -> RESTStore:
+        return self.stores[(group_version, plural)]
+
+    async def _ensure_system_namespaces(self) -> None:
+        ns = self.rest("v1", "namespaces")
+        system = Context(UserInfo(ADMIN_USER, groups=(ADMIN_GROUP,)))
+        for name in SYSTEM_NAMESPACES:
+            try:
+                await ns.create("", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}, system)
+            except errors.StatusError as err:
+                if err.code != 409:
+                    raise
+
+    # -- serving ---------------------------------------------------------------------------------------
+
+    def _app(self, authenticator: Union, anonymous_is_admin: bool) -> web.Application:
+        opts = self.options
+        cfg = ChainConfig(
+            authenticator=authenticator,
+            anonymous_is_admin=anonymous_is_admin,
+            max_requests_inflight=opts.max_requests_inflight,
+            max_mutating_requests_inflight=opts.max_mutating_requests_inflight,
+            request_timeout=opts.request_timeout,
+            on_request_done=self.metrics.observe,
+        )
+        app = web.Application(middlewares=build_middlewares(cfg, self._inflight), client_max_size=4 * 1024 * 1024)
+        app.router.add_route("*", "/{tail:.*}", self.dispatch)
+        return app
+
+    async def _serve(self) -> None:
+        assert self.pki is not None
+        opts = self.options
+        tokens = {self.pki.admin_token: UserInfo(ADMIN_USER, groups=(ADMIN_GROUP,))}
+        secure = Union([TokenAuthenticator(tokens), X509Authenticator()])
+        ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        ctx.load_cert_chain(self.pki.serving_cert, self.pki.serving_key)
+        ctx.load_verify_locations(self.pki.ca_cert)
+        ctx.verify_mode = ssl.CERT_OPTIONAL
+        ctx.set_alpn_protocols(["http/1.1"])
+        self.secure_port = await self._listen(self._app(secure, False), opts.bind_address, opts.secure_port, ctx)
+        if opts.insecure_port:
+            if opts.insecure_bind_address not in ("127.0.0.1", "::1", "localhost"):
+                raise ValueError("--insecure-port is only allowed on a loopback address")
+            log.warning(
+                "serving plain HTTP on %s:%s: every request there is the cluster admin (kubectl sends no credentials "
+                "over HTTP)",
+                opts.insecure_bind_address,
+                opts.insecure_port,
+            )
+            app = self._app(Union([TokenAuthenticator(tokens)]), True)
+            self.insecure_port = await self._listen(app, opts.insecure_bind_address, opts.insecure_port, None)
+
+    async def _listen(self, app: web.Application, host: str, port: int, ssl_ctx: ssl.SSLContext | None) -> int:
+        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await runner.setup()
+        self._runners.append(runner)
+        site = web.TCPSite(runner, host, port, ssl_context=ssl_ctx, backlog=4096, reuse_address=True)
+        await site.start()
+        server = site._server
+        assert server is not None
+        sockets: list[socket.socket] = list(server.sockets)  # type: ignore[attr-defined]
+        return int(sockets[0].getsockname()[1])
+
+    # -- dispatch --------------------------------------------------------------------------------------
+
+    async def dispatch(self, request: web.Request) -> web.StreamResponse:
+        info = request["info"]
+        if info.is_resource_request:
+            assert self.handlers is not None
+            ctx = Context(request["user"])
+            if info.verb == "watch":
+                r = self.handlers.resolve(info)
+                out = choose_output(request.headers.get("Accept"))
+                table = out.transform == "Table"
+                include = check_include_object(request.query.get("includeObject", "")) if table else ""
+                return await self.watches.serve(request, r, table, include, out.version)
+            return await self.handlers.serve(request, info, ctx)
+        return await self.non_resource(request)
+
+    async def non_resource(self, request: web.Request) -> web.StreamResponse:
+        path = request.path.rstrip("/") or "/"
+        if request.method not in ("GET", "HEAD"):
+            raise errors.method_not_supported("", request.method)
+        if path == "/version":
+            return respond(version_info(), Output())
+        parts = path.strip("/").split("/")
+        if parts[0] in ("healthz", "livez", "readyz"):
+            return await self.health.serve(request, parts[0], "/".join(parts[1:]))
+        if path == "/metrics":
+            return web.Response(body=self.metrics.exposition(), content_type="text/plain", charset="utf-8")
+        if path in ("/api", "/apis"):
+            return self._discovery_root(request, legacy=path == "/api")
+        if parts[0] == "apis" and len(parts) == 2:
+            body = discovery.api_group(self.table, parts[1])
+            if body is not None:
+                return web.Response(body=body, content_type="application/json")
+        if (parts[0] == "api" and len(parts) == 2) or (parts[0] == "apis" and len(parts) == 3):
+            group = "" if parts[0] == "api" else parts[1]
+            body = discovery.api_resource_list(self.table, group, parts[-1])
+            if body is not None:
+                return web.Response(body=body, content_type="application/json")
+        if path == "/":
+            paths = sorted({"/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/metrics", "/version"}
+                           | {f"/apis/{g}" for g in self.table.groups() if g}
+                           | {f"/apis/{g}/{v}" for g in self.table.groups() if g for v in self.table.versions[g]})  # fmt: skip
+            return respond({"paths": paths}, Output())
+        return status_response(errors.path_not_found())
+
+    def _discovery_root(self, request: web.Request, legacy: bool) -> web.Response:
+        accept = request.headers.get("Accept", "")
+        for version, ctype in (
+            ("v2", discovery.AGGREGATED_CONTENT_TYPE),
+            ("v2beta1", discovery.AGGREGATED_V2BETA1_CONTENT_TYPE),
+        ):
+            if f"v={version};as=APIGroupDiscoveryList" in accept.replace(" ", ""):
+                key = f"{legacy}-{version}"
+                body = self._discovery.get(key)
+                if body is None:
+                    body = self._discovery[key] = discovery.aggregated(self.table, legacy, version)
+                resp = web.Response(body=body)
+                resp.headers["Content-Type"] = ctype
+                return resp
+        host = request.host or f"127.0.0.1:{self.secure_port}"
+        body = discovery.api_versions(host) if legacy else discovery.api_group_list(self.table)
+        return web.Response(body=body, content_type="application/json")
+
+    @property
+    def health(self) -> HealthChecks:
+        async def ping() -> bool:
+            return True
+
+        async def storage() -> bool:
+            if self.store is None:
+                return False
+            await asyncio.wait_for(self.store.current_revision(), 2)
+            return True
+
+        async def caches() -> bool:
+            return all(c.ready for c in self.cachers)
+
+        name = "etcd" if self.options.etcd_servers else "sqlite"
+        return HealthChecks(
+            {
+                "healthz": {"ping": ping, "log": ping, name: storage},
+                "livez": {"ping": ping, "log": ping, name: storage},
+                "readyz": {"ping": ping, "log": ping, name: storage, "informer-sync": caches},
+            }
+        )

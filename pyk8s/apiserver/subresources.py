@@ -1,0 +1,178 @@
+"""Subresources other than `status`: `scale` (autoscaling/v1 Scale over a workload's replicas),
+`pods/binding` and the `bindings` resource (assign a pod to a node), `pods/eviction` (a graceful delete)
+and `namespaces/finalize` (upstream: the registries' scale, binding, eviction and finalize REST objects)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from ..api import errors
+from ..api.meta import Object, rfc3339, set_condition
+from .encoding import decode, read_body, respond
+from .negotiation import Output
+from .registry.rest import Context, DeleteOptions
+
+if TYPE_CHECKING:
+    from .handlers import Resolved, ResourceHandlers
+
+
+def selector_string(obj: Object) -> str:
+    """The label selector of a workload in its string form (upstream: metav1.FormatLabelSelector)."""
+    sel = (obj.get("spec") or {}).get("selector")
+    if not sel:
+        return ""
+    if obj.get("kind") == "ReplicationController" or ("matchLabels" not in sel and "matchExpressions" not in sel):
+        return ",".join(f"{k}={v}" for k, v in sorted(sel.items()) if isinstance(v, str))
+    parts = [f"{k}={v}" for k, v in sorted((sel.get("matchLabels") or {}).items())]
+    for e in sel.get("matchExpressions") or []:
+        op, key, values = e.get("operator"), e.get("key"), e.get("values") or []
+        if op == "In":
+            parts.append(f"{key} in ({','.join(sorted(values))})")
+        elif op == "NotIn":
+            parts.append(f"{key} notin ({','.join(sorted(values))})")
+        elif op == "Exists":
+            parts.append(key)
+        elif op == "DoesNotExist":
+            parts.append("!" + key)
+    return ",".join(parts) or "<none>"
+
+
+def scale_of(obj: Object) -> Object:
+    md = obj["metadata"]
+    meta = {k: md[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp") if k in md}
+    spec_replicas = (obj.get("spec") or {}).get("replicas", 1)
+    status: dict[str, Any] = {"replicas": (obj.get("status") or {}).get("replicas", 0)}
+    sel = selector_string(obj)
+    if sel:
+        status["selector"] = sel
+    return {
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": meta,
+        "spec": {"replicas": spec_replicas},
+        "status": status,
+    }
+
+
+class Subresources:
+    def __init__(self, handlers: ResourceHandlers) -> None:
+        self.handlers = handlers
+
+    async def serve(self, request: web.Request, r: Resolved, ctx: Context) -> web.StreamResponse:
+        sub = r.info.subresource
+        if sub == "scale":
+            return await self.scale(request, r, ctx)
+        if sub == "binding":
+            return await self.binding(request, r, ctx)
+        if sub == "eviction":
+            return await self.eviction(request, r, ctx)
+        if sub == "ephemeralcontainers" and r.info.verb == "get":
+            return await self.handlers.get(request, r)
+        raise errors.method_not_supported(f"{r.served.plural}/{sub}", r.info.verb, r.served.group)
+
+    async def scale(self, request: web.Request, r: Resolved, ctx: Context) -> web.Response:
+        h = self.handlers
+        out = h.output(request)
+        if r.info.verb == "get":
+            obj = await r.rest.get(r.info.namespace, r.info.name, request.query.get("resourceVersion", ""))
+            return respond(scale_of(obj), out)
+        c = h._context(request, ctx)
+        data = await read_body(request)
+        if r.info.verb == "update":
+            raw, _ = decode(data, request.headers.get("Content-Type"))
+            if not isinstance(raw, dict):
+                raise errors.bad_request("the body must be a Scale object")
+
+            def new_scale(current: Object) -> Object:
+                return raw
+        else:
+            from .handlers import make_patcher
+
+            content_type = (request.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
+            scale_resource = h.table.for_kind("autoscaling", "v1", "HorizontalPodAutoscaler")
+            assert scale_resource is not None
+            apply = make_patcher(content_type, data, r.served)
+
+            def new_scale(current: Object) -> Object:
+                patched = apply(current)
+                if not isinstance(patched, dict):
+                    raise errors.bad_request("the patch did not produce a Scale")
+                return patched
+
+        async def updater(existing: Object | None) -> Object:
+            if existing is None:
+                raise r.rest.not_found(r.info.name)
+            current = scale_of(existing)
+            desired = new_scale(current)
+            rv = (desired.get("metadata") or {}).get("resourceVersion")
+            if rv and rv != existing["metadata"]["resourceVersion"]:
+                raise r.rest.conflict(r.info.name)
+            replicas = (desired.get("spec") or {}).get("replicas")
+            if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+                raise errors.invalid_object(
+                    "Scale", r.info.name,
+                    [errors.invalid("spec.replicas", replicas, "must be greater than or equal to 0")], "autoscaling",
+                )  # fmt: skip
+            existing.setdefault("spec", {})["replicas"] = replicas
+            return existing
+
+        result, _ = await r.rest.update(r.info.namespace, r.info.name, updater, c)
+        return respond(scale_of(result), out)
+
+    async def binding(self, request: web.Request, r: Resolved, ctx: Context) -> web.Response:
+        raw, _ = decode(await read_body(request), request.headers.get("Content-Type"))
+        pods = self.handlers.store_for(self.handlers.table.get("", "v1", "pods"))  # type: ignore[arg-type]
+        return await bind_pod(pods, r.info.namespace, r.info.name, raw, self.handlers._context(request, ctx))
+
+    async def eviction(self, request: web.Request, r: Resolved, ctx: Context) -> web.Response:
+        raw, _ = decode(await read_body(request), request.headers.get("Content-Type"))
+        if not isinstance(raw, dict):
+            raise errors.bad_request("the body must be an Eviction object")
+        name = (raw.get("metadata") or {}).get("name", r.info.name)
+        if name != r.info.name:
+            raise errors.bad_request("name in URL does not match name in Eviction object")
+        del_opts = raw.get("deleteOptions") or {}
+        opts = DeleteOptions(grace_period_seconds=del_opts.get("gracePeriodSeconds"))
+        c = self.handlers._context(request, ctx)
+        await r.rest.delete(r.info.namespace, r.info.name, opts, c)
+        return respond(
+            {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201},
+            self.handlers.output(request),
+            201,
+        )
+
+
+async def bind_pod(pods: Any, namespace: str, name: str, binding: Any, ctx: Context) -> web.Response:
+    """Assign a pod to the node a Binding names (upstream: the pod registry's BindingREST)."""
+    if not isinstance(binding, dict):
+        raise errors.bad_request("the body must be a Binding object")
+    name = (binding.get("metadata") or {}).get("name") or name
+    target = binding.get("target") or {}
+    node = target.get("name", "")
+    if not node:
+        raise errors.invalid_object("Binding", name, [errors.required("target.name", "")])
+    annotations = (binding.get("metadata") or {}).get("annotations") or {}
+
+    async def assign(pod: Object | None) -> Object:
+        if pod is None:
+            raise pods.not_found(name)
+        if pod["metadata"].get("deletionTimestamp"):
+            raise pods.conflict(name, f"pod {name} is being deleted, cannot be assigned to a host")
+        spec = pod.setdefault("spec", {})
+        if spec.get("nodeName"):
+            raise pods.conflict(name, f"pod {name} is already assigned to node {errors.go_quote(spec['nodeName'])}")
+        spec["nodeName"] = node
+        if annotations:
+            pod["metadata"].setdefault("annotations", {}).update(annotations)
+        set_condition(
+            pod, {"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": rfc3339()}
+        )
+        return pod
+
+    # The binding writes spec and status together, which neither the main resource nor /status may do.
+    await pods.update(namespace, name, assign, ctx, subresource="binding")
+    return respond(
+        {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}, Output(), 201
+    )
