@@ -33,6 +33,7 @@ from .handlers import ResourceHandlers
 from .health import HealthChecks, version_info
 from .metrics import Gauges, Metrics
 from .negotiation import Output, choose_output
+from .openapi import OpenAPI
 from .registry import strategy_for
 from .registry.rest import Context, RESTStore
 from .tables import check_include_object
@@ -87,6 +88,7 @@ class APIServer:
         self._stopped = asyncio.Event()
         self._discovery: dict[str, bytes] = {}
         self._inflight = {"readOnly": 0, "mutating": 0}
+        self.openapi = OpenAPI(table)
         self.metrics.add_gauges(
             Gauges(
                 lambda: {c.prefix.removeprefix("/registry/").rstrip("/"): c.count() for c in self.cachers},
@@ -274,6 +276,8 @@ class APIServer:
         parts = path.strip("/").split("/")
         if parts[0] in ("healthz", "livez", "readyz"):
             return await self.health.serve(request, parts[0], "/".join(parts[1:]))
+        if parts[0] == "openapi":
+            return self._openapi(request, parts[1:])
         if path == "/metrics":
             return web.Response(body=self.metrics.exposition(), content_type="text/plain", charset="utf-8")
         if path in ("/api", "/apis"):
@@ -293,6 +297,26 @@ class APIServer:
                            | {f"/apis/{g}/{v}" for g in self.table.groups() if g for v in self.table.versions[g]})  # fmt: skip
             return respond({"paths": paths}, Output())
         return status_response(errors.path_not_found())
+
+    def _openapi(self, request: web.Request, parts: list[str]) -> web.Response:
+        accept = request.headers.get("Accept", "")
+        if parts == ["v2"]:
+            if "json" not in accept and "*/*" not in accept and accept:
+                raise errors.not_acceptable("only the following media types are accepted: application/json")
+            body = self.openapi.v2_document
+        elif parts == ["v3"]:
+            body = self.openapi.v3_index
+        elif parts and parts[0] == "v3":
+            doc = self.openapi.v3_documents.get("/".join(parts[1:]))
+            if doc is None:
+                return status_response(errors.path_not_found())
+            body = doc
+        else:
+            return status_response(errors.path_not_found())
+        resp = web.Response(body=body, content_type="application/json")
+        if "hash" in request.query:
+            resp.headers["Cache-Control"] = "public, immutable"
+        return resp
 
     def _discovery_root(self, request: web.Request, legacy: bool) -> web.Response:
         accept = request.headers.get("Accept", "")

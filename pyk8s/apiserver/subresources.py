@@ -70,6 +70,8 @@ class Subresources:
             return await self.eviction(request, r, ctx)
         if sub == "ephemeralcontainers" and r.info.verb == "get":
             return await self.handlers.get(request, r)
+        if sub == "finalize" and r.info.verb == "update":
+            return await self.handlers.update(request, r, ctx)
         raise errors.method_not_supported(f"{r.served.plural}/{sub}", r.info.verb, r.served.group)
 
     async def scale(self, request: web.Request, r: Resolved, ctx: Context) -> web.Response:

@@ -24,3 +24,7 @@ def register(group: str, kind: str) -> object:
 def strategy_for(resource: Resource) -> Strategy:
     cls = STRATEGIES.get((resource.group, resource.kind), Strategy)
     return cls(resource)
+
+
+# The group modules register their strategies on import.
+from . import core  # noqa: E402, F401

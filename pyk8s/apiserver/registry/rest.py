@@ -296,7 +296,7 @@ class RESTStore:
 
     # -- create ----------------------------------------------------------------------------------------
 
-    def prepare_create(self, namespace: str, obj: Object) -> Object:
+    async def prepare_create(self, namespace: str, obj: Object) -> Object:
         """Everything upstream's BeforeCreate does, short of admission and storage."""
         md = meta.metadata(obj)
         if self.resource.namespaced:
@@ -316,8 +316,7 @@ class RESTStore:
             md["name"] = meta.generate_name(md["generateName"])
         md["uid"] = meta.new_uid()
         md["creationTimestamp"] = meta.rfc3339()
-        if self.strategy.tracks_generation:
-            md.setdefault("generation", 1)
+        await self.strategy.allocate(obj, None, self)
         errs = validate_object_meta(md, self.resource.namespaced, type(self.strategy).name_validator)
         errs += self.strategy.validate(obj)
         if errs:
@@ -326,7 +325,7 @@ class RESTStore:
 
     async def create(self, namespace: str, obj: Object, ctx: Context) -> Object:
         generated = not meta.metadata(obj).get("name") and bool(meta.metadata(obj).get("generateName"))
-        obj = self.prepare_create(namespace, obj)
+        obj = await self.prepare_create(namespace, obj)
         name = meta.name_of(obj)
         attrs = Attributes(CREATE, self.resource, "", namespace, name, obj, None, ctx.user, ctx.dry_run)
         await self.admission.admit(attrs)
@@ -387,12 +386,14 @@ class RESTStore:
             if existing is None:
                 if subresource or not (self.strategy.allow_create_on_update or force_allow_create):
                     raise self.not_found(name)
-                new = self.prepare_create(namespace, new)
+                new = await self.prepare_create(namespace, new)
                 attrs = Attributes(
                     CREATE, self.resource, subresource, namespace, name, new, None, ctx.user, ctx.dry_run
                 )
             else:
                 new = self._prepare_update(namespace, name, new, existing, subresource)
+                if not subresource:
+                    await self.strategy.allocate(new, existing, self)
                 attrs = Attributes(
                     UPDATE, self.resource, subresource, namespace, name, new, existing, ctx.user, ctx.dry_run
                 )
@@ -456,6 +457,9 @@ class RESTStore:
         elif subresource == "status":
             self.strategy.prepare_for_status_update(new, old)
             errs = validate_object_meta_update(md, old_md) + self.strategy.validate_status_update(new, old)
+        elif subresource == "finalize":
+            self.strategy.prepare_for_finalize(new, old)
+            errs = validate_object_meta_update(md, old_md)
         else:
             self.strategy.default(new)
             self.strategy.prepare_for_update(new, old)
@@ -466,7 +470,7 @@ class RESTStore:
 
     def _should_delete_during_update(self, new: Object, old: Object) -> bool:
         md = new["metadata"]
-        if not md.get("deletionTimestamp") or md.get("finalizers"):
+        if not md.get("deletionTimestamp") or md.get("finalizers") or self.strategy.deletion_blocked(new):
             return False
         return not md.get("deletionGracePeriodSeconds")
 
@@ -489,7 +493,7 @@ class RESTStore:
         finalizers = self._finalizers_for_deletion(obj, opts)
         md = obj["metadata"]
         already_deleting = bool(md.get("deletionTimestamp"))
-        if grace > 0 or finalizers or already_deleting:
+        if grace > 0 or finalizers or already_deleting or self.strategy.deletion_blocked(obj):
             return await self._mark_deleted(key, name, obj, grace, finalizers, opts, ctx)
         if ctx.dry_run:
             return obj, True
@@ -565,6 +569,7 @@ class RESTStore:
             if not md.get("deletionTimestamp"):
                 md["deletionTimestamp"] = meta.rfc3339(meta.now() + _seconds(grace))
                 md["deletionGracePeriodSeconds"] = grace
+                self.strategy.on_mark_deleted(current)
             elif grace < (md.get("deletionGracePeriodSeconds") or 0):
                 # A shorter grace period than the one in force moves the deadline earlier.
                 md["deletionTimestamp"] = meta.rfc3339(meta.now() + _seconds(grace))
@@ -581,7 +586,11 @@ class RESTStore:
         except StorageError as err:
             raise self._storage_error(err, name) from None
         md = marked["metadata"]
-        if not md.get("finalizers") and not md.get("deletionGracePeriodSeconds"):
+        if (
+            not md.get("finalizers")
+            and not md.get("deletionGracePeriodSeconds")
+            and not self.strategy.deletion_blocked(marked)
+        ):
             try:
                 gone = await self.store.delete(
                     key, preconditions=Preconditions(uid=md.get("uid"), resource_version=md.get("resourceVersion"))

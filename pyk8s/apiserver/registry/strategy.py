@@ -162,8 +162,8 @@ class Strategy:
     status_fields: ClassVar[tuple[str, ...]] = ("status",)
     #: top-level fields that are not "spec" for generation purposes
     non_spec_fields: ClassVar[tuple[str, ...]] = ("apiVersion", "kind", "metadata", "status")
-    #: whether the kind has a generation that counts spec changes
-    tracks_generation: ClassVar[bool] = True
+    #: whether the kind has a metadata.generation that counts spec changes (workloads do; pods in 1.32 not)
+    tracks_generation: ClassVar[bool] = False
     #: extra field selectors beyond metadata.name / metadata.namespace
     selectable_fields: ClassVar[tuple[str, ...]] = ()
 
@@ -185,6 +185,9 @@ class Strategy:
 
     def initial_status(self, obj: Object) -> None:
         """What status a new object starts with (most: none)."""
+
+    async def allocate(self, obj: Object, old: Object | None, store: Any) -> None:
+        """Assign what the server allocates (a Service's cluster IP and node ports) before validation."""
 
     def validate(self, obj: Object) -> list[FieldError]:
         """Kind-specific validation on create (ObjectMeta is validated already)."""
@@ -227,6 +230,23 @@ class Strategy:
 
     def validate_status_update(self, new: Object, old: Object) -> list[FieldError]:
         return []
+
+    def prepare_for_finalize(self, new: Object, old: Object) -> None:
+        """A /finalize write (namespaces) changes spec.finalizers and nothing else."""
+        finalizers = (new.get("spec") or {}).get("finalizers")
+        for k in [k for k in new if k not in ("apiVersion", "kind", "metadata")]:
+            new.pop(k)
+        for k, val in old.items():
+            if k not in ("apiVersion", "kind", "metadata"):
+                new[k] = copy.deepcopy(val)
+        new.setdefault("spec", {})["finalizers"] = finalizers or []
+
+    def deletion_blocked(self, obj: Object) -> bool:
+        """Whether something besides metadata.finalizers holds the object while it is deleted."""
+        return False
+
+    def on_mark_deleted(self, obj: Object) -> None:
+        """What changes when the object gets its deletionTimestamp (a namespace turns Terminating)."""
 
     # -- delete ----------------------------------------------------------------------------------------
 
