@@ -51,23 +51,38 @@ async def _serve_until_signal(server: object) -> None:
     raise SystemExit(return_code)
 
 
-def _apiserver_options(
-    data_dir: Path,
-    etcd_servers: str,
-    bind_address: str,
-    secure_port: int,
-    insecure_port: int,
-    tls_san: tuple[str, ...],
-) -> object:
+_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in a Go duration such as "5m", "1m30s", "300ms" (upstream flags take these)."""
+    import re
+
+    s = text.strip()
+    if re.fullmatch(r"\d+(\.\d+)?", s):
+        return float(s)
+    parts = re.findall(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)", s)
+    if not parts or "".join(n + u for n, u in parts) != s:
+        raise click.BadParameter(f"invalid duration {text!r} (use e.g. 5m, 30s, 1m30s)")
+    return sum(float(n) * _DURATION_UNITS[u] for n, u in parts)
+
+
+def _apiserver_options(data_dir: Path, **kw: object) -> object:
     from .apiserver.server import APIServerOptions
 
     return APIServerOptions(
         data_dir=data_dir.expanduser().resolve(),
-        etcd_servers=[s for s in etcd_servers.split(",") if s],
-        bind_address=bind_address,
-        secure_port=secure_port,
-        insecure_port=insecure_port,
-        tls_sans=list(tls_san),
+        etcd_servers=[s for s in str(kw["etcd_servers"]).split(",") if s],
+        bind_address=str(kw["bind_address"]),
+        secure_port=int(kw["secure_port"]),  # type: ignore[call-overload]
+        insecure_port=int(kw["insecure_port"]),  # type: ignore[call-overload]
+        tls_sans=list(kw["tls_san"]),  # type: ignore[call-overload]
+        compaction_interval=parse_duration(str(kw["etcd_compaction_interval"])),
+        watch_cache_history=int(kw["default_watch_cache_size"]),  # type: ignore[call-overload]
+        request_timeout=parse_duration(str(kw["request_timeout"])),
+        min_request_timeout=int(kw["min_request_timeout"]),  # type: ignore[call-overload]
+        max_requests_inflight=int(kw["max_requests_inflight"]),  # type: ignore[call-overload]
+        max_mutating_requests_inflight=int(kw["max_mutating_requests_inflight"]),  # type: ignore[call-overload]
     )
 
 
@@ -83,6 +98,23 @@ _server_options = [
     click.option("--secure-port", default=6443, show_default=True, help="HTTPS port (0: any free port)."),
     click.option("--insecure-port", default=0, help="Plain HTTP port on loopback, anonymous admin (0: off)."),
     click.option("--tls-san", multiple=True, help="Extra names and IPs for the serving certificate."),
+    click.option(
+        "--etcd-compaction-interval", default="5m", show_default=True, help="How often storage history is compacted."
+    ),
+    click.option(
+        "--default-watch-cache-size",
+        default=100_000,
+        show_default=True,
+        help="Events each watch cache keeps for resuming watches.",
+    ),
+    click.option("--request-timeout", default="1m", show_default=True, help="Deadline of non-watch requests."),
+    click.option(
+        "--min-request-timeout", default=1800, show_default=True, help="Seconds a watch lasts at least (30-60 min)."
+    ),
+    click.option("--max-requests-inflight", default=400, show_default=True, help="Read requests in flight before 429."),
+    click.option(
+        "--max-mutating-requests-inflight", default=200, show_default=True, help="Writes in flight before 429."
+    ),
     click.option("-v", "--v", "verbosity", default=0, help="Log verbosity (0-4)."),
 ]
 
@@ -101,23 +133,13 @@ def _logging(verbosity: int) -> None:
 @main.command()
 @click.option("--data-dir", type=click.Path(path_type=Path), default=None, help="State and PKI directory.")
 @_with_server_options  # type: ignore[misc]
-def apiserver(
-    data_dir: Path | None,
-    etcd_servers: str,
-    bind_address: str,
-    secure_port: int,
-    insecure_port: int,
-    tls_san: tuple[str, ...],
-    verbosity: int,
-) -> None:
+def apiserver(data_dir: Path | None, verbosity: int, **kw: object) -> None:
     """Serve the Kubernetes v1.32 API (kube-apiserver)."""
     from .apiserver.server import APIServer
     from .storage import StorageError
 
     _logging(verbosity)
-    opts = _apiserver_options(
-        data_dir or _default_data_dir(), etcd_servers, bind_address, secure_port, insecure_port, tls_san
-    )
+    opts = _apiserver_options(data_dir or _default_data_dir(), **kw)
     server = APIServer(opts)  # type: ignore[arg-type]
     try:
         _run(lambda: _serve_until_signal(server))
@@ -130,15 +152,7 @@ def apiserver(
     "--data-dir", type=click.Path(path_type=Path), default=None, help="State directory (default: ~/.local/share/pyk8s)."
 )
 @_with_server_options  # type: ignore[misc]
-def up(
-    data_dir: Path | None,
-    etcd_servers: str,
-    bind_address: str,
-    secure_port: int,
-    insecure_port: int,
-    tls_san: tuple[str, ...],
-    verbosity: int,
-) -> None:
+def up(data_dir: Path | None, verbosity: int, **kw: object) -> None:
     """Start a cluster in the foreground until Ctrl-C; state is kept for the next start."""
     from rich.console import Console
 
@@ -147,9 +161,7 @@ def up(
 
     _logging(verbosity)
     console = Console(stderr=True)
-    opts = _apiserver_options(
-        data_dir or _default_data_dir(), etcd_servers, bind_address, secure_port, insecure_port, tls_san
-    )
+    opts = _apiserver_options(data_dir or _default_data_dir(), **kw)
     server = APIServer(opts)  # type: ignore[arg-type]
 
     async def go() -> None:

@@ -60,6 +60,9 @@ def go_quote(s: str) -> str:
 
 
 def _format_value(value: Any) -> str:
+    go_string = getattr(value, "go_string", None)
+    if callable(go_string):
+        return str(go_string())
     if value is None:
         return "null"
     if isinstance(value, bool):

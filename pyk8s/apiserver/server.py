@@ -184,6 +184,8 @@ class APIServer:
             self.cachers.append(cacher)
             if r.group == "" and r.plural == "namespaces":
                 namespaces = rest
+        for c in self.cachers:
+            store.compaction_listeners.append(c.trim)
         await asyncio.gather(*(c.start() for c in self.cachers))
         await asyncio.gather(*(c.wait_ready(60) for c in self.cachers))
         self.handlers = ResourceHandlers(self.table, self.stores)

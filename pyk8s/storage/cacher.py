@@ -334,6 +334,13 @@ class Cacher:
             _, old = self._events.popleft()
             self._oldest = old.revision
 
+    def trim(self, revision: int) -> None:
+        """Forget events at or below `revision` (storage compacted there): watches from older
+        resourceVersions now answer 410, as they would against storage."""
+        while self._events and self._events[0][1].revision <= revision:
+            self._events.popleft()
+        self._oldest = max(self._oldest, min(revision, self.revision))
+
     def _signal(self) -> None:
         self._advanced.set()
         self._advanced = asyncio.Event()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 
 from .errors import StorageError
 from .interface import KV
@@ -22,9 +23,12 @@ DEFAULT_COMPACTION_INTERVAL = 300.0
 class Compactor:
     """Compacts `kv` every `interval` seconds to the revision seen one interval earlier."""
 
-    def __init__(self, kv: KV, interval: float = DEFAULT_COMPACTION_INTERVAL) -> None:
+    def __init__(
+        self, kv: KV, interval: float = DEFAULT_COMPACTION_INTERVAL, on_compacted: Callable[[int], None] | None = None
+    ) -> None:
         self.kv = kv
         self.interval = interval
+        self.on_compacted = on_compacted
         self.compacted_revision = 0
         self._version = 0
         self._last_revision = 0
@@ -35,6 +39,8 @@ class Compactor:
         if claimed and self._last_revision:
             await self.kv.compact(self._last_revision)
             self.compacted_revision = self._last_revision
+            if self.on_compacted is not None:
+                self.on_compacted(self._last_revision)
             log.debug("compacted storage to revision %d", self._last_revision)
         self._last_revision = current
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from . import codec, keys
@@ -83,7 +83,9 @@ class Store:
             raise ValueError(f"storage prefix must start and end with '/': {prefix!r}")
         self.kv = kv
         self.prefix = prefix
-        self._compactor = Compactor(kv, compaction_interval) if compaction_interval > 0 else None
+        self._compactor = Compactor(kv, compaction_interval, self._compacted) if compaction_interval > 0 else None
+        # Called with the revision after every compaction (watch caches forget history below it).
+        self.compaction_listeners: list[Callable[[int], None]] = []
         self._compactor_task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -262,3 +264,8 @@ class Store:
     async def compact(self, revision: int) -> None:
         _check_revision(revision)
         await self.kv.compact(revision)
+        self._compacted(revision)
+
+    def _compacted(self, revision: int) -> None:
+        for listener in self.compaction_listeners:
+            listener(revision)

@@ -27,4 +27,4 @@ def strategy_for(resource: Resource) -> Strategy:
 
 
 # The group modules register their strategies on import.
-from . import core  # noqa: E402, F401
+from . import apps, autoscaling, batch, core, networking, policy, rbac, scheduling, storage_classes  # noqa: E402, F401
