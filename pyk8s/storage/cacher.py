@@ -22,7 +22,7 @@ from typing import Any
 
 from .codec import Object
 from .errors import GoneError, TooLargeResourceVersionError
-from .interface import ADDED, BOOKMARK, DELETED, MODIFIED, Storage, WatchEvent
+from .interface import ADDED, BOOKMARK, DELETED, MODIFIED, Storage, Watch, WatchEvent
 from .keys import range_end
 
 log = logging.getLogger(__name__)
@@ -214,6 +214,7 @@ class Cacher:
         self._ready = asyncio.Event()
         self._advanced = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._watch: Watch | None = None
         self._bookmark_task: asyncio.Task[None] | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------------
@@ -258,6 +259,7 @@ class Cacher:
         except GoneError:
             await self._relist()
             return
+        self._watch = watch
         async with watch:
             async for ev in watch:
                 self._apply(ev)
@@ -357,6 +359,8 @@ class Cacher:
         """Return once the cache has seen `revision`; TooLargeResourceVersionError after `timeout`."""
         await self.wait_ready(timeout=30.0)
         deadline = asyncio.get_running_loop().time() + timeout
+        if self.revision < revision and self._watch is not None:
+            await self._watch.request_progress()
         while self.revision < revision:
             remaining = deadline - asyncio.get_running_loop().time()
             if remaining <= 0:

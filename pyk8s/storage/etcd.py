@@ -60,9 +60,8 @@ def grpc_target(endpoints: list[str]) -> str:
 class EtcdWatch:
     """One etcd watch stream over [start, end)."""
 
-    def __init__(self, call: Any, progress_notify: bool) -> None:
+    def __init__(self, call: Any) -> None:
         self._call = call
-        self._progress_notify = progress_notify
         self._events: collections.deque[WatchEvent] = collections.deque()
         self._stopped = False
 
@@ -100,9 +99,8 @@ class EtcdWatch:
             if resp.created:
                 continue
             if not resp.events:
-                if self._progress_notify:
-                    return WatchEvent(BOOKMARK, "", resp.header.revision, None)
-                continue
+                # A progress notification: periodic (if asked for at creation) or answering request_progress().
+                return WatchEvent(BOOKMARK, "", resp.header.revision, None)
             for ev in resp.events:
                 self._events.append(self._convert(ev))
         return self._events.popleft()
@@ -120,6 +118,14 @@ class EtcdWatch:
             return WatchEvent(DELETED, key, kv.mod_revision, None, ev.prev_kv.value, ev.prev_kv.mod_revision)
         # etcd could not attach the previous value: it was compacted while this watcher lagged.
         raise GoneError("The resourceVersion for the provided watch is too old.", revision=kv.mod_revision, key=key)
+
+    async def request_progress(self) -> None:
+        """Ask etcd for a progress notification on this stream (a BOOKMARK at its current revision)."""
+        if not self._stopped:
+            try:
+                await self._call.write(rpc.WatchRequest(progress_request=rpc.WatchProgressRequest()))
+            except (grpc.aio.AioRpcError, asyncio.InvalidStateError):
+                pass
 
     async def stop(self) -> None:
         if not self._stopped:
@@ -262,7 +268,7 @@ class EtcdKV:
         except grpc.aio.AioRpcError as e:
             call.cancel()
             raise _translate(e) from None
-        return EtcdWatch(call, progress_notify)
+        return EtcdWatch(call)
 
     async def compact(self, revision: int) -> None:
         try:

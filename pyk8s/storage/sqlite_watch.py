@@ -50,6 +50,7 @@ class SqliteWatch:
         self._wake = asyncio.Event()
         self._progress_interval = progress_interval
         self._stopped = False
+        self._progress_wanted = False
         self._error: BaseException | None = None
 
     def matches(self, key: str) -> bool:
@@ -86,6 +87,10 @@ class SqliteWatch:
                 event = self.buffer.popleft()
                 self.position = event.revision
                 return event
+            if self._progress_wanted and self.live:
+                self._progress_wanted = False
+                self.position = self._kv.revision
+                return WatchEvent(BOOKMARK, "", self.position, None)
             if not self.live:
                 try:
                     self._catch_up()
@@ -123,6 +128,14 @@ class SqliteWatch:
         if len(events) < _CATCH_UP_ROWS:
             # The log is read up to the store's revision: later events arrive through `deliver`.
             self.live = True
+
+    async def request_progress(self) -> None:
+        """Send a BOOKMARK at the store's revision as soon as everything before it is delivered."""
+        if self.live and not self.buffer and not self._stopped:
+            self.buffer.append(WatchEvent(BOOKMARK, "", self._kv.revision, None))
+            self._wake.set()
+        else:
+            self._progress_wanted = True
 
     async def stop(self) -> None:
         self._stopped = True

@@ -758,3 +758,12 @@ async def test_invalid_revisions_are_refused(store, bad):
         await store.list("/registry/pods/", revision=bad)
     with pytest.raises(InvalidRevisionError):
         await store.watch("/registry/pods/", bad)
+
+
+async def test_request_progress_gets_a_bookmark_at_the_current_revision(store):
+    async with await store.watch("/registry/pods/", await store.current_revision()) as w:
+        await store.create("/registry/configmaps/default/c", {"metadata": {"name": "c"}})
+        rev = await store.current_revision()
+        await w.request_progress()
+        e = await next_event(w)
+    assert e.type == BOOKMARK and e.revision >= rev
