@@ -22,7 +22,7 @@ from ..api.resources import TABLE, ResourceTable
 from ..storage import StorageError, Store, open_storage
 from ..storage.cacher import Cacher
 from ..storage.compactor import DEFAULT_COMPACTION_INTERVAL
-from . import discovery
+from . import discovery, printers  # noqa: F401 -- printers register their Table columns
 from .admission import Chain
 from .admission.namespace_lifecycle import NamespaceLifecycle
 from .authn import TokenAuthenticator, Union, UserInfo, X509Authenticator
