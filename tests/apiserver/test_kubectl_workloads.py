@@ -60,7 +60,10 @@ def test_apply_multi_document_file_and_reapply_with_a_change(cluster, ns):
         "service/web created",
     ]
     dep = json.loads(k(cluster, ns, "get", "deploy", "web", "-o", "json", check=True).stdout)
-    assert dep["spec"]["strategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}}
+    assert dep["spec"]["strategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"},
+    }
     assert dep["spec"]["revisionHistoryLimit"] == 10 and dep["spec"]["progressDeadlineSeconds"] == 600
     assert dep["metadata"]["generation"] == 1
     svc = json.loads(k(cluster, ns, "get", "svc", "web", "-o", "json", check=True).stdout)
@@ -100,7 +103,9 @@ def test_get_output_forms(cluster, ns):
     assert cc.stdout.split() == ["NAME", "GREETING", "web-config", "hello"]
     labels = k(cluster, ns, "get", "cm", "web-config", "--show-labels", check=True).stdout
     assert "app=web" in labels
-    assert k(cluster, ns, "get", "cm", "-l", "app=web", "-o", "name", check=True).stdout.split() == ["configmap/web-config"]
+    assert k(cluster, ns, "get", "cm", "-l", "app=web", "-o", "name", check=True).stdout.split() == [
+        "configmap/web-config"
+    ]
     assert k(cluster, ns, "get", "cm", "-l", "app=other", "-o", "name", check=True).stdout.strip() == ""
     fs = k(cluster, ns, "get", "secrets", "--field-selector", "type=Opaque", "-o", "name", check=True)
     assert fs.stdout.split() == ["secret/web-secret"]
@@ -118,8 +123,27 @@ def test_label_annotate_patch_scale_replace(cluster, ns):
     assert "labeled" in k(cluster, ns, "label", "cm", "web-config", "tier=front", check=True).stdout
     assert "annotated" in k(cluster, ns, "annotate", "cm", "web-config", "note=hi", check=True).stdout
     k(cluster, ns, "patch", "cm", "web-config", "--type=merge", "-p", '{"data":{"extra":"1"}}', check=True)
-    k(cluster, ns, "patch", "cm", "web-config", "--type=json", "-p", '[{"op":"replace","path":"/data/greeting","value":"hey"}]', check=True)
-    k(cluster, ns, "patch", "deploy", "web", "-p", '{"spec":{"template":{"spec":{"containers":[{"name":"nginx","image":"nginx:2"}]}}}}', check=True)
+    k(
+        cluster,
+        ns,
+        "patch",
+        "cm",
+        "web-config",
+        "--type=json",
+        "-p",
+        '[{"op":"replace","path":"/data/greeting","value":"hey"}]',
+        check=True,
+    )
+    k(
+        cluster,
+        ns,
+        "patch",
+        "deploy",
+        "web",
+        "-p",
+        '{"spec":{"template":{"spec":{"containers":[{"name":"nginx","image":"nginx:2"}]}}}}',
+        check=True,
+    )
     cm = json.loads(k(cluster, ns, "get", "cm", "web-config", "-o", "json", check=True).stdout)
     assert cm["metadata"]["labels"]["tier"] == "front" and cm["metadata"]["annotations"]["note"] == "hi"
     assert cm["data"] == {"greeting": "hey", "extra": "1"}
@@ -158,7 +182,9 @@ def test_run_dry_run_server_and_diff(cluster, ns):
     same = k(cluster, ns, "diff", "-f", "-", input=APP)
     assert same.returncode == 0, same.stderr
     changed = k(cluster, ns, "diff", "-f", "-", input=APP.replace("hello", "bonjour"))
-    assert changed.returncode == 1 and "-  greeting: hello" in changed.stdout and "+  greeting: bonjour" in changed.stdout
+    assert (
+        changed.returncode == 1 and "-  greeting: hello" in changed.stdout and "+  greeting: bonjour" in changed.stdout
+    )
 
 
 def test_describe_shows_events(cluster, ns):
@@ -188,7 +214,15 @@ def test_get_watch_prints_changes_from_another_client(cluster, ns):
     )  # fmt: skip
     try:
         time.sleep(1.5)
-        k(cluster, ns, "apply", "-f", "-", input="apiVersion: v1\nkind: ConfigMap\nmetadata: {name: second}\n", check=True)
+        k(
+            cluster,
+            ns,
+            "apply",
+            "-f",
+            "-",
+            input="apiVersion: v1\nkind: ConfigMap\nmetadata: {name: second}\n",
+            check=True,
+        )
         k(cluster, ns, "delete", "cm", "first", check=True)
         time.sleep(1.5)
     finally:
@@ -201,7 +235,15 @@ def test_get_watch_prints_changes_from_another_client(cluster, ns):
 
 def test_wait_for_delete_and_delete_forms(cluster, ns):
     for name in ("d1", "d2", "d3"):
-        k(cluster, ns, "apply", "-f", "-", input=f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}, labels: {{grp: x}}}}\n", check=True)
+        k(
+            cluster,
+            ns,
+            "apply",
+            "-f",
+            "-",
+            input=f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}, labels: {{grp: x}}}}\n",
+            check=True,
+        )
     waiter = subprocess.Popen(
         [__import__("pyk8s.testing.cluster", fromlist=["kubectl_binary"]).kubectl_binary(),
          "-n", ns, "wait", "--for=delete", "cm/d1", "--timeout=20s"],
