@@ -115,6 +115,9 @@ class ResourceHandlers:
             raise errors.method_not_supported(served.plural, info.verb, served.group)
         if served.namespaced and not info.namespace and info.verb not in ("list", "watch", "deletecollection"):
             raise errors.path_not_found()
+        single = info.verb in ("get", "update", "patch", "delete")
+        if (single and not info.name) or (info.verb == "create" and info.name and not info.subresource):
+            raise errors.method_not_supported(served.plural, info.verb, served.group)
         return Resolved(served, self.store_for(served), info)
 
     async def serve(self, request: web.Request, info: RequestInfo, ctx: Context) -> web.StreamResponse:
