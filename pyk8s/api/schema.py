@@ -49,25 +49,46 @@ def _types(schema: dict[str, Any]) -> set[str]:
     return {t} if isinstance(t, str) else set()
 
 
+_NODES: dict[int, Node] = {}
+
+
 class Node:
     """A place in the schema: the property entry that led here (which carries the patch extensions) and
     the schema it resolves to."""
 
-    __slots__ = ("prop", "schema")
+    __slots__ = ("is_array", "is_object", "open_ended", "prop", "schema")
 
     def __init__(self, prop: dict[str, Any], schema: dict[str, Any]) -> None:
         self.prop = prop
         self.schema = schema
+        types = _types(schema)
+        self.is_object = "properties" in schema or "object" in types
+        self.is_array = "array" in types
+        # Anything goes below here: free-form objects, int-or-string, quantities, raw extensions.
+        self.open_ended = bool(
+            schema.get("x-kubernetes-preserve-unknown-fields")
+            or "oneOf" in schema
+            or "anyOf" in schema
+            or (self.is_object and "properties" not in schema and "additionalProperties" not in schema)
+            or not schema
+            or (not types and "properties" not in schema and "items" not in schema)
+        )
 
     @classmethod
     def of(cls, prop: dict[str, Any]) -> Node:
+        # The definitions live for the whole process: one Node per property entry, built once.
+        node = _NODES.get(id(prop))
+        if node is not None and node.prop is prop:
+            return node
         schema = prop
         seen = 0
         while "$ref" in schema and seen < 20:
             ref = schema["$ref"]
             schema = definitions()[ref[len(_REF_PREFIX) :]] if ref.startswith(_REF_PREFIX) else {}
             seen += 1
-        return cls(prop, schema)
+        node = cls(prop, schema)
+        _NODES[id(prop)] = node
+        return node
 
     @property
     def ref(self) -> str:
@@ -77,24 +98,6 @@ class Node:
     @property
     def types(self) -> set[str]:
         return _types(self.schema)
-
-    @property
-    def is_object(self) -> bool:
-        return "properties" in self.schema or "object" in self.types
-
-    @property
-    def is_array(self) -> bool:
-        return "array" in self.types
-
-    @property
-    def open_ended(self) -> bool:
-        """Anything goes below here: free-form objects, int-or-string, quantities, raw extensions."""
-        s = self.schema
-        if s.get("x-kubernetes-preserve-unknown-fields") or "oneOf" in s or "anyOf" in s:
-            return True
-        if self.is_object and "properties" not in s and "additionalProperties" not in s:
-            return True
-        return not s or (not self.types and "properties" not in s and "items" not in s)
 
     def child(self, name: str) -> Node | None:
         props = self.schema.get("properties")

@@ -25,10 +25,17 @@ async def read_body(request: web.Request, limit: int = MAX_BODY_BYTES) -> bytes:
     """The request body, or 413 when it is larger than `limit`."""
     if request.content_length is not None and request.content_length > limit:
         raise errors.request_entity_too_large(f"limit is {limit}")
-    data = await request.content.read(limit + 1)
-    if len(data) > limit:
-        raise errors.request_entity_too_large(f"limit is {limit}")
-    return data
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        # read(n) returns what has arrived, up to n bytes: keep reading until the end of the body.
+        chunk = await request.content.read(limit + 1 - size)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            raise errors.request_entity_too_large(f"limit is {limit}")
 
 
 class _DuplicateKeys(ValueError):

@@ -58,14 +58,91 @@ def _parse_timeout(raw: str) -> float | None:
 
 
 def build_middlewares(cfg: ChainConfig, inflight: dict[str, int]) -> list[Any]:
-    """The chain's middlewares; `inflight` counts requests in flight by kind (shared by all listeners)."""
+    """The chain as one aiohttp middleware (nested middlewares cost a coroutine each per request); the
+    filters run in upstream's order. `inflight` counts requests in flight by kind, shared by all listeners."""
+
+    def authentication(request: web.Request) -> errors.StatusError | None:
+        try:
+            user = cfg.authenticator.authenticate(_Credentials(request))
+        except InvalidCredentials:
+            return errors.unauthorized()
+        if user is None:
+            return errors.unauthorized()
+        if user.anonymous and cfg.anonymous_is_admin:
+            user = UserInfo("system:admin", groups=("system:masters", AUTHENTICATED_GROUP))
+        request["user"] = user
+        return None
+
+    def audit(request: web.Request) -> errors.StatusError | None:
+        for hook in cfg.audit:
+            hook(request, request["user"])
+        return None
+
+    def impersonation(request: web.Request) -> errors.StatusError | None:
+        headers = request.headers
+        if "Impersonate-User" not in headers and "Impersonate-Group" not in headers:
+            return None
+        as_user = headers.get("Impersonate-User")
+        as_groups = headers.getall("Impersonate-Group", [])
+        user: UserInfo = request["user"]
+        if "system:masters" not in user.groups:
+            return errors.forbidden_request(
+                "users",
+                as_user or "",
+                f'User "{user.name}" cannot impersonate resource "users" in API group "" at the cluster scope',
+            )
+        if not as_user:
+            return errors.bad_request("requested impersonation of groups without a user")
+        request["user"] = UserInfo(as_user, groups=(*as_groups, AUTHENTICATED_GROUP))
+        return None
+
+    def authorization(request: web.Request) -> errors.StatusError | None:
+        user: UserInfo = request["user"]
+        if user.anonymous and request.path not in PUBLIC_PATHS and not request.path.startswith(PUBLIC_PATHS[1:]):
+            # Anonymous requests may only read the public endpoints (upstream: system:public-info-viewer).
+            return errors.unauthorized()
+        return None
+
+    filters = (authentication, audit, impersonation, authorization)
+
+    async def limited(request: web.Request, handler: Handler) -> web.StreamResponse:
+        """In-flight limit, then the request deadline, around the handler."""
+        info = request["info"]
+        if info.is_long_running:
+            return await handler(request)
+        mutating = info.is_mutating
+        kind = "mutating" if mutating else "readOnly"
+        limit = cfg.max_mutating_requests_inflight if mutating else cfg.max_requests_inflight
+        if limit and inflight[kind] >= limit:
+            raise errors.too_many_requests("Too many requests, please try again later.", 1)
+        deadline = cfg.request_timeout
+        raw = request.query.get("timeout")
+        if raw:
+            t = _parse_timeout(raw)
+            if t is None:
+                raise errors.bad_request(f"invalid timeout specified in the request URL: {raw}")
+            deadline = min(deadline, t) if t > 0 else deadline
+        inflight[kind] += 1
+        try:
+            async with asyncio.timeout(deadline):
+                return await handler(request)
+        except TimeoutError:
+            raise errors.timeout("request did not complete within the allotted timeout", 0) from None
+        finally:
+            inflight[kind] -= 1
 
     @web.middleware
-    async def panic_recovery(request: web.Request, handler: Handler) -> web.StreamResponse:
+    async def chain(request: web.Request, handler: Handler) -> web.StreamResponse:
         start = time.perf_counter()
         code = 500
-        try:
-            resp = await handler(request)
+        try:  # panic recovery
+            request["info"] = request_info(request.method, request.raw_path, request.query)  # type: ignore[arg-type]
+            for f in filters:
+                refused = f(request)
+                if refused is not None:
+                    code = refused.code
+                    return status_response(refused)
+            resp = await limited(request, handler)
             code = resp.status
             return resp
         except errors.StatusError as err:
@@ -83,96 +160,4 @@ def build_middlewares(cfg: ChainConfig, inflight: dict[str, int]) -> list[Any]:
             if cfg.on_request_done is not None:
                 cfg.on_request_done(request, code, time.perf_counter() - start)
 
-    @web.middleware
-    async def with_request_info(request: web.Request, handler: Handler) -> web.StreamResponse:
-        request["info"] = request_info(request.method, request.raw_path, request.query)  # type: ignore[arg-type]
-        return await handler(request)
-
-    @web.middleware
-    async def authentication(request: web.Request, handler: Handler) -> web.StreamResponse:
-        try:
-            user = cfg.authenticator.authenticate(_Credentials(request))
-        except InvalidCredentials:
-            return status_response(errors.unauthorized())
-        if user is None:
-            return status_response(errors.unauthorized())
-        if user.anonymous and cfg.anonymous_is_admin:
-            user = UserInfo("system:admin", groups=("system:masters", AUTHENTICATED_GROUP))
-        request["user"] = user
-        return await handler(request)
-
-    @web.middleware
-    async def audit(request: web.Request, handler: Handler) -> web.StreamResponse:
-        for hook in cfg.audit:
-            hook(request, request["user"])
-        return await handler(request)
-
-    @web.middleware
-    async def impersonation(request: web.Request, handler: Handler) -> web.StreamResponse:
-        as_user = request.headers.get("Impersonate-User")
-        as_groups = request.headers.getall("Impersonate-Group", [])
-        if as_user or as_groups:
-            user: UserInfo = request["user"]
-            if "system:masters" not in user.groups:
-                return status_response(
-                    errors.forbidden_request(
-                        "users",
-                        as_user or "",
-                        f'User "{user.name}" cannot impersonate resource "users" in API group "" at the cluster scope',
-                    )
-                )
-            if not as_user:
-                return status_response(errors.bad_request("requested impersonation of groups without a user"))
-            request["user"] = UserInfo(as_user, groups=(*as_groups, AUTHENTICATED_GROUP))
-        return await handler(request)
-
-    @web.middleware
-    async def authorization(request: web.Request, handler: Handler) -> web.StreamResponse:
-        user: UserInfo = request["user"]
-        if user.anonymous and request.path not in PUBLIC_PATHS and not request.path.startswith(PUBLIC_PATHS[1:]):
-            # Anonymous requests may only read the public endpoints (upstream: system:public-info-viewer).
-            return status_response(errors.unauthorized())
-        return await handler(request)
-
-    @web.middleware
-    async def max_inflight(request: web.Request, handler: Handler) -> web.StreamResponse:
-        info = request["info"]
-        if info.is_long_running:
-            return await handler(request)
-        kind = "mutating" if info.is_mutating else "readOnly"
-        limit = cfg.max_mutating_requests_inflight if info.is_mutating else cfg.max_requests_inflight
-        if limit and inflight[kind] >= limit:
-            return status_response(errors.too_many_requests("Too many requests, please try again later.", 1))
-        inflight[kind] += 1
-        try:
-            return await handler(request)
-        finally:
-            inflight[kind] -= 1
-
-    @web.middleware
-    async def timeout(request: web.Request, handler: Handler) -> web.StreamResponse:
-        info = request["info"]
-        if info.is_long_running:
-            return await handler(request)
-        limit = cfg.request_timeout
-        raw = request.query.get("timeout")
-        if raw:
-            t = _parse_timeout(raw)
-            if t is None:
-                return status_response(errors.bad_request(f"invalid timeout specified in the request URL: {raw}"))
-            limit = min(limit, t) if t > 0 else limit
-        try:
-            return await asyncio.wait_for(handler(request), limit)
-        except TimeoutError:
-            return status_response(errors.timeout("request did not complete within the allotted timeout", 0))
-
-    return [
-        panic_recovery,
-        with_request_info,
-        authentication,
-        audit,
-        impersonation,
-        authorization,
-        max_inflight,
-        timeout,
-    ]
+    return [chain]

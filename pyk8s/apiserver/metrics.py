@@ -6,6 +6,7 @@ can live in one process (tests do)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
@@ -83,6 +84,7 @@ class Metrics:
             buckets=_BUCKETS,
             registry=self.registry,
         )
+        self._children: dict[tuple[tuple[str, ...], int], tuple[Any, Any]] = {}
 
     def add_gauges(self, gauges: _Gauges) -> None:
         self.registry.register(gauges)  # type: ignore[arg-type]
@@ -98,9 +100,14 @@ class Metrics:
                       info.resource, info.subresource, scope, "apiserver")  # fmt: skip
         else:
             labels = (request.method, "", "", "", "", "", "", "apiserver")
-        self.requests.labels(*labels, str(code)).inc()
+        key = (labels, code)
+        children = self._children.get(key)
+        if children is None:
+            # prometheus_client's labels() lookup is costly per request; keep the children.
+            children = self._children[key] = (self.requests.labels(*labels, str(code)), self.duration.labels(*labels))
+        children[0].inc()
         if info.verb != "watch":
-            self.duration.labels(*labels).observe(seconds)
+            children[1].observe(seconds)
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
