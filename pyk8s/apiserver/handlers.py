@@ -14,6 +14,7 @@ from typing import Any
 from aiohttp import web
 
 from ..api import errors, schema
+from ..api.managed_fields import default_manager
 from ..api.meta import Object
 from ..api.patch import PatchError, json_patch, merge_patch, strategic_merge
 from ..api.resources import Resource, ResourceTable
@@ -242,11 +243,10 @@ class ResourceHandlers:
         return obj, check_fields(obj, r.served, mode, dups)
 
     def _context(self, request: web.Request, ctx: Context) -> Context:
-        return Context(
-            user=ctx.user,
-            dry_run=dry_run(request.query.getall("dryRun", [])),
-            field_manager=request.query.get("fieldManager", ""),
-        )
+        manager = request.query.get("fieldManager", "") or default_manager(request.headers.get("User-Agent", ""))
+        if len(manager) > 128:
+            raise errors.bad_request("fieldManager: Too long: must have at most 128 bytes")
+        return Context(user=ctx.user, dry_run=dry_run(request.query.getall("dryRun", [])), field_manager=manager)
 
     async def create(self, request: web.Request, r: Resolved, ctx: Context) -> web.Response:
         c = self._context(request, ctx)

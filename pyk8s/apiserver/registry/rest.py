@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...api import errors, meta
+from ...api import errors, managed_fields, meta, schema
 from ...api.errors import StatusError
 from ...api.meta import Object
 from ...api.resources import Resource
@@ -130,6 +130,15 @@ class RESTStore:
 
     def invalid(self, name: str, errs: list[errors.FieldError]) -> StatusError:
         return errors.invalid_object(self.resource.kind, name, errs, self.resource.group)
+
+    def record_manager(self, new: Object, old: Object | None, ctx: Context, subresource: str) -> None:
+        """Keep managedFields: the write's field manager owns what it set (see api/managed_fields)."""
+        if old is None:
+            new["metadata"].pop("managedFields", None)
+        if not ctx.field_manager:
+            return
+        node = schema.kind_node(self.resource.group, self.resource.version, self.resource.kind)
+        managed_fields.record(new, old, node, ctx.field_manager, self.resource.api_version, subresource)
 
     def attrs(self, obj: Object) -> tuple[dict[str, str], dict[str, str]]:
         return meta.labels_of(obj), self.strategy.fields(obj)
@@ -331,6 +340,7 @@ class RESTStore:
         await self.admission.admit(attrs)
         obj = attrs.object or obj
         await self.admission.validate(attrs)
+        self.record_manager(obj, None, ctx, "")
         for attempt in range(GENERATE_NAME_RETRIES + 1):
             key = self.key(meta.namespace_of(obj), meta.name_of(obj))
             if ctx.dry_run:
@@ -400,6 +410,7 @@ class RESTStore:
             await self.admission.admit(attrs)
             new = attrs.object or new
             await self.admission.validate(attrs)
+            self.record_manager(new, existing, ctx, subresource)
             if existing is not None:
                 delete_after = self._should_delete_during_update(new, existing)
             if ctx.dry_run:

@@ -1,0 +1,139 @@
+"""managedFields for non-apply writes: which manager last set which fields (upstream:
+apimachinery/pkg/util/managedfields, for `Update` operations).
+
+A create gives its field manager every field it set; an update gives its manager the fields it changed and
+takes them from the other managers; a manager left owning nothing is dropped. Field sets use upstream's
+FieldsV1 form: `f:<name>` for fields, `k:{...}` for items of lists keyed by their list-map keys, `v:<json>`
+for items of sets, and `.` for a list item itself. Server-apply (`Apply` operations, conflicts) is not
+implemented yet.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from .meta import Object, rfc3339
+from .schema import Node
+
+Path = tuple[str, ...]
+# Metadata the server owns: never part of a manager's fields.
+_SERVER_META = {"name", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp",
+                "deletionTimestamp", "deletionGracePeriodSeconds", "managedFields", "selfLink", "generateName"}  # fmt: skip
+
+
+def _item_key(item: Any, node: Node | None) -> str | None:
+    if node is None:
+        return None
+    keys = node.list_map_keys or ([node.patch_merge_key] if node.patch_merge_key else [])
+    if node.list_type == "map" or (keys and "merge" in node.patch_strategies):
+        if isinstance(item, dict) and all(k in item for k in keys) and keys:
+            return "k:" + orjson.dumps({k: item[k] for k in keys}).decode()
+    if node.list_type == "set" and not isinstance(item, dict | list):
+        return "v:" + orjson.dumps(item).decode()
+    return None
+
+
+def leaves(value: Any, node: Node | None, path: Path = ()) -> dict[Path, Any]:
+    """Every leaf of `value` by its FieldsV1 path, with its value."""
+    out: dict[Path, Any] = {}
+    if isinstance(value, dict) and value and not (node is not None and node.open_ended and not node.is_object):
+        for k, v in value.items():
+            if not path and k in ("apiVersion", "kind"):
+                continue
+            if path == ("f:metadata",) and k in _SERVER_META:
+                continue
+            child = node.child(k) if node is not None else None
+            out.update(leaves(v, child, (*path, f"f:{k}")))
+        return out
+    if isinstance(value, list) and value and node is not None:
+        items = node.items()
+        keyed = [_item_key(x, node) for x in value]
+        if all(keyed):
+            for key, item in zip(keyed, value, strict=True):
+                assert key is not None
+                if key.startswith("k:"):
+                    out[(*path, key, ".")] = item
+                    out.update(leaves(item, items, (*path, key)))
+                else:
+                    out[(*path, key)] = item
+            return out
+    out[path] = value
+    return out
+
+
+def _nest(paths: set[Path]) -> dict[str, Any]:
+    root: dict[str, Any] = {}
+    for p in sorted(paths):
+        cur = root
+        for part in p:
+            cur = cur.setdefault(part, {})
+    return root
+
+
+def _flatten(fields: dict[str, Any], prefix: Path = ()) -> set[Path]:
+    out: set[Path] = set()
+    for k, v in fields.items():
+        p = (*prefix, k)
+        if isinstance(v, dict) and v:
+            out |= _flatten(v, p)
+        else:
+            out.add(p)
+    return out
+
+
+def record(
+    new: Object,
+    old: Object | None,
+    node: Node | None,
+    manager: str,
+    api_version: str,
+    subresource: str = "",
+) -> None:
+    """Update `new`'s managedFields for a write by `manager` (create when `old` is None)."""
+    md = new.setdefault("metadata", {})
+    entries = [e for e in (md.get("managedFields") or []) if isinstance(e, dict)]
+    if old is not None and "managedFields" not in md:
+        entries = [e for e in ((old.get("metadata") or {}).get("managedFields") or []) if isinstance(e, dict)]
+    new_leaves = leaves(new, node)
+    if old is None:
+        changed = set(new_leaves)
+    else:
+        old_leaves = leaves(old, node)
+        changed = {p for p, v in new_leaves.items() if p not in old_leaves or old_leaves[p] != v}
+    if not changed:
+        md["managedFields"] = entries
+        if not entries:
+            md.pop("managedFields", None)
+        return
+    kept = []
+    mine: dict[str, Any] | None = None
+    for e in entries:
+        owned = _flatten(e.get("fieldsV1") or {})
+        if e.get("manager") == manager and e.get("operation") == "Update" and e.get("subresource", "") == subresource:
+            mine = e
+            continue
+        rest = {p for p in owned if not any(p[: len(c)] == c or c[: len(p)] == p for c in changed)} if owned else owned
+        if owned and not rest:
+            continue
+        kept.append({**e, "fieldsV1": _nest(rest)} if owned != rest else e)
+    owned_now = (_flatten(mine.get("fieldsV1") or {}) if mine else set()) | changed
+    owned_now = {p for p in owned_now if p in new_leaves or any(q[: len(p)] == p for q in new_leaves)}
+    entry = {
+        "manager": manager,
+        "operation": "Update",
+        "apiVersion": api_version,
+        "time": rfc3339(),
+        "fieldsType": "FieldsV1",
+        "fieldsV1": _nest(owned_now),
+    }
+    if subresource:
+        entry["subresource"] = subresource
+    md["managedFields"] = [*kept, entry]
+
+
+def default_manager(user_agent: str) -> str:
+    """Upstream's default field manager: the User-Agent up to its first '/' (e.g. `kubectl`)."""
+    name = user_agent.split("/", 1)[0].strip() if user_agent else ""
+    return name[:128] or "unknown"

@@ -1,0 +1,48 @@
+"""managedFields for Update operations: who owns which fields, in upstream's FieldsV1 form."""
+
+from __future__ import annotations
+
+from pyk8s.api.managed_fields import default_manager, record
+from pyk8s.api.schema import kind_node
+
+DEP = kind_node("apps", "v1", "Deployment")
+
+
+def dep(image: str = "nginx", replicas: int = 1) -> dict:
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "d", "namespace": "default", "uid": "u", "labels": {"app": "web"}},
+        "spec": {"replicas": replicas, "template": {"spec": {"containers": [{"name": "c", "image": image}]}}},
+    }  # fmt: skip
+
+
+def test_create_owns_every_field_it_set_in_fieldsv1_form():
+    obj = dep()
+    record(obj, None, DEP, "kubectl-create", "apps/v1")
+    [entry] = obj["metadata"]["managedFields"]
+    assert entry["manager"] == "kubectl-create" and entry["operation"] == "Update" and entry["fieldsType"] == "FieldsV1"
+    f = entry["fieldsV1"]
+    assert f["f:metadata"] == {"f:labels": {"f:app": {}}}
+    containers = f["f:spec"]["f:template"]["f:spec"]["f:containers"]
+    assert containers == {'k:{"name":"c"}': {".": {}, "f:image": {}, "f:name": {}}}
+
+
+def test_update_moves_changed_fields_to_the_new_manager():
+    old = dep()
+    record(old, None, DEP, "creator", "apps/v1")
+    new = dep(replicas=3)
+    new["metadata"]["managedFields"] = old["metadata"]["managedFields"]
+    record(new, old, DEP, "scaler", "apps/v1")
+    by = {e["manager"]: e["fieldsV1"] for e in new["metadata"]["managedFields"]}
+    assert by["scaler"] == {"f:spec": {"f:replicas": {}}}
+    assert "f:replicas" not in by["creator"]["f:spec"] and "f:template" in by["creator"]["f:spec"]
+    # A no-op write changes no ownership.
+    again = dep(replicas=3)
+    again["metadata"]["managedFields"] = new["metadata"]["managedFields"]
+    record(again, new, DEP, "other", "apps/v1")
+    assert {e["manager"] for e in again["metadata"]["managedFields"]} == {"creator", "scaler"}
+
+
+def test_default_manager_is_the_user_agent_name():
+    assert default_manager("kubectl/v1.32.4 (linux/amd64) kubernetes/abc") == "kubectl"
+    assert default_manager("") == "unknown"
