@@ -161,6 +161,7 @@ class StatusError(Exception):
         retry_after: int | None = None,
     ) -> None:
         super().__init__(message)
+        self.list_meta: dict[str, Any] = {}  # a 410 for an expired continue token carries a fresh one here
         self.code = code
         self.reason = reason
         self.message = message
@@ -171,7 +172,7 @@ class StatusError(Exception):
         out: dict[str, Any] = {
             "kind": "Status",
             "apiVersion": "v1",
-            "metadata": {},
+            "metadata": dict(self.list_meta),
             "status": "Failure",
             "message": self.message,
             "reason": self.reason,

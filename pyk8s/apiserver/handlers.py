@@ -191,7 +191,7 @@ class ResourceHandlers:
             res = await r.rest.list_objects(r.info.namespace, opts)
         except errors.StatusError as err:
             if err.code == 410 and opts.continue_token:
-                raise self._expired_continue(r, opts) from None
+                raise await self._expired_continue(r, opts) from None
             raise
         list_meta: dict[str, Any] = {"resourceVersion": res.resource_version}
         if res.continue_token:
@@ -223,7 +223,7 @@ class ResourceHandlers:
         doc = {"kind": r.served.list_kind, "apiVersion": r.served.api_version, "metadata": list_meta, "items": items}
         return respond(doc, out)
 
-    def _expired_continue(self, r: Resolved, opts: ListOptions) -> errors.StatusError:
+    async def _expired_continue(self, r: Resolved, opts: ListOptions) -> errors.StatusError:
         err = errors.expired(
             "The provided continue parameter is too old to display a consistent list result. You can start a "
             "new list without the continue parameter, or use the continue token in this response to retrieve "
@@ -231,6 +231,7 @@ class ResourceHandlers:
             "- objects that were created, modified, or deleted between the time the first chunk was returned "
             "and now may show up in the list."
         )
+        err.list_meta["continue"] = await r.rest.inconsistent_continue(opts.continue_token, r.info.namespace)
         return err
 
     # -- writes ----------------------------------------------------------------------------------------
@@ -293,14 +294,8 @@ class ResourceHandlers:
         status = 202 if not gone and opts.orphan_dependents is False else 200
         if gone and (r.served.group, r.rest.resource.plural) not in RETURNS_DELETED_OBJECT:
             md = obj["metadata"]
-            details = {"name": md.get("name", ""), "kind": r.served.plural, "uid": md.get("uid", "")}
-            if r.served.group:
-                details = {
-                    "name": details["name"],
-                    "group": r.served.group,
-                    "kind": r.served.plural,
-                    "uid": details["uid"],
-                }
+            group = {"group": r.served.group} if r.served.group else {}
+            details = {"name": md.get("name", ""), **group, "kind": r.served.plural, "uid": md.get("uid", "")}
             doc = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
             return respond(doc, Output(), status)
         return self.object_response(request, r, obj, status)

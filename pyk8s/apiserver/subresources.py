@@ -93,8 +93,6 @@ class Subresources:
             from .handlers import make_patcher
 
             content_type = (request.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
-            scale_resource = h.table.for_kind("autoscaling", "v1", "HorizontalPodAutoscaler")
-            assert scale_resource is not None
             apply = make_patcher(content_type, data, r.served)
 
             def new_scale(current: Object) -> Object:

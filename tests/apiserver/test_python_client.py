@@ -120,6 +120,8 @@ def test_watch_from_a_compacted_resource_version_is_410():
         v1 = client.CoreV1Api(api_client(server))
         first = v1.create_namespaced_config_map("w", cm("x"))
         old_rv = first.metadata.resource_version
+        v1.create_namespaced_config_map("w", cm("y"))
+        page = v1.list_namespaced_config_map("w", limit=1)
         for i in range(3):
             v1.patch_namespaced_config_map("x", "w", {"data": {"i": str(i)}})
         time.sleep(3.5)  # two compaction rounds: history up to the first round is gone
@@ -130,6 +132,15 @@ def test_watch_from_a_compacted_resource_version_is_410():
         lines = [line for line in resp.read().decode().splitlines() if line]
         assert len(lines) == 1 and '"type":"ERROR"' in lines[0] and '"code":410' in lines[0]
         assert '"reason":"Expired"' in lines[0]
+        # An expired continue token: 410, with a token that finishes the list at the current revision.
+        status, body = server.request(
+            "GET", f"/api/v1/namespaces/w/configmaps?limit=1&continue={page.metadata._continue}"
+        )
+        assert status == 410 and body["reason"] == "Expired" and body["metadata"]["continue"]
+        status, rest = server.request(
+            "GET", f"/api/v1/namespaces/w/configmaps?limit=1&continue={body['metadata']['continue']}"
+        )
+        assert status == 200 and [i["metadata"]["name"] for i in rest["items"]] == ["y"]
         # The official client's watch helper retries once from its resourceVersion, then raises 410.
         with pytest.raises(ApiException) as err:
             for _ in watch.Watch().stream(

@@ -373,7 +373,11 @@ class PodStrategy(Strategy):
 @register("", "Service")
 class ServiceStrategy(Strategy):
     name_validator = staticmethod(v.name_is_dns1035_label)  # type: ignore[assignment]
-    _pending_ips: ClassVar[set[str]] = set()
+
+    def __init__(self, resource: Any) -> None:
+        super().__init__(resource)
+        # IPs handed to creates that are not in the watch cache yet (two creates in flight must differ).
+        self._pending_ips: set[str] = set()
 
     def default(self, obj: Object) -> None:
         spec = obj.setdefault("spec", {})
@@ -408,6 +412,7 @@ class ServiceStrategy(Strategy):
             spec["clusterIPs"] = old_spec.get("clusterIPs", [old_spec["clusterIP"]])
         entries, _ = store.cacher.list(store.resource.key_prefix)
         used_ips = {((en.obj.get("spec") or {}).get("clusterIP")) for en in entries}
+        self._pending_ips -= used_ips
         if not spec.get("clusterIP"):
             for host in SERVICE_CIDR.hosts():
                 ip = str(host)
@@ -488,7 +493,6 @@ class ServiceStrategy(Strategy):
         ns, os_ = new.get("spec") or {}, old.get("spec") or {}
         if os_.get("clusterIP") and ns.get("type") != "ExternalName" and ns.get("clusterIP") != os_.get("clusterIP"):
             errs += immutable(ns.get("clusterIPs"), os_.get("clusterIPs"), "spec.clusterIPs[0]")
-        self._pending_ips.discard(ns.get("clusterIP", ""))
         return errs
 
 

@@ -10,9 +10,9 @@ resource's storage version; converting to and from the version a client speaks i
 from __future__ import annotations
 
 import copy
+import datetime as dt
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from ...api import errors, managed_fields, meta, schema
 from ...api.errors import StatusError
@@ -298,10 +298,12 @@ class RESTStore:
         except StorageError as err:
             raise self._storage_error(err) from None
 
-    def continue_revision(self, token: str, namespace: str) -> int:
-        """The snapshot revision a continue token pins (to answer 410 with a fresh token)."""
-        _, rev = decode_continue(token, self.resource.collection_key(namespace))
-        return rev
+    async def inconsistent_continue(self, token: str, namespace: str) -> str:
+        """For an expired continue token: one that resumes at the same key, at the current revision (upstream
+        hands it back with the 410 so a client may finish an inconsistent list)."""
+        prefix = self.resource.collection_key(namespace)
+        start, _ = decode_continue(token, prefix)
+        return encode_continue(start, prefix, await self.store.current_revision())
 
     # -- create ----------------------------------------------------------------------------------------
 
@@ -578,12 +580,12 @@ class RESTStore:
             if not md.get("finalizers"):
                 md.pop("finalizers", None)
             if not md.get("deletionTimestamp"):
-                md["deletionTimestamp"] = meta.rfc3339(meta.now() + _seconds(grace))
+                md["deletionTimestamp"] = meta.rfc3339(meta.now() + dt.timedelta(seconds=grace))
                 md["deletionGracePeriodSeconds"] = grace
                 self.strategy.on_mark_deleted(current)
             elif grace < (md.get("deletionGracePeriodSeconds") or 0):
                 # A shorter grace period than the one in force moves the deadline earlier.
-                md["deletionTimestamp"] = meta.rfc3339(meta.now() + _seconds(grace))
+                md["deletionTimestamp"] = meta.rfc3339(meta.now() + dt.timedelta(seconds=grace))
                 md["deletionGracePeriodSeconds"] = grace
             return current
 
@@ -633,9 +635,3 @@ class _DryRunResult(Exception):
     def __init__(self, obj: Object) -> None:
         super().__init__("dry run")
         self.obj = obj
-
-
-def _seconds(n: int) -> Any:
-    import datetime as dt
-
-    return dt.timedelta(seconds=n)
