@@ -189,6 +189,131 @@ class StatusError(Exception):
         return f"StatusError({self.code}, {self.reason!r}, {self.message!r})"
 
 
+# Typed errors, one per upstream reason, so a caller can `except NotFound:` (upstream: errors.IsNotFound and
+# friends). The server raises them too; `from_status` rebuilds one from a `Status` a client received.
+class BadRequest(StatusError):
+    pass
+
+
+class Unauthorized(StatusError):
+    pass
+
+
+class Forbidden(StatusError):
+    pass
+
+
+class NotFound(StatusError):
+    pass
+
+
+class MethodNotAllowed(StatusError):
+    pass
+
+
+class NotAcceptable(StatusError):
+    pass
+
+
+class AlreadyExists(StatusError):
+    pass
+
+
+class Conflict(StatusError):
+    pass
+
+
+class Gone(StatusError):
+    """410: the requested resourceVersion is no longer available (reasons Gone and Expired)."""
+
+
+class Expired(Gone):
+    pass
+
+
+class RequestEntityTooLarge(StatusError):
+    pass
+
+
+class UnsupportedMediaType(StatusError):
+    pass
+
+
+class Invalid(StatusError):
+    pass
+
+
+class TooManyRequests(StatusError):
+    pass
+
+
+class InternalError(StatusError):
+    pass
+
+
+class ServiceUnavailable(StatusError):
+    pass
+
+
+class ServerTimeout(StatusError):
+    pass
+
+
+_BY_REASON: dict[str, type[StatusError]] = {
+    "BadRequest": BadRequest,
+    "Unauthorized": Unauthorized,
+    "Forbidden": Forbidden,
+    "NotFound": NotFound,
+    "MethodNotAllowed": MethodNotAllowed,
+    "NotAcceptable": NotAcceptable,
+    "AlreadyExists": AlreadyExists,
+    "Conflict": Conflict,
+    "Gone": Gone,
+    "Expired": Expired,
+    "RequestEntityTooLarge": RequestEntityTooLarge,
+    "UnsupportedMediaType": UnsupportedMediaType,
+    "Invalid": Invalid,
+    "TooManyRequests": TooManyRequests,
+    "InternalError": InternalError,
+    "ServiceUnavailable": ServiceUnavailable,
+    "Timeout": ServerTimeout,
+    "ServerTimeout": ServerTimeout,
+}
+# When the reason is empty or unknown, the HTTP code decides (upstream: reasonForError / NewGenericServerResponse).
+_BY_CODE: dict[int, type[StatusError]] = {
+    400: BadRequest,
+    401: Unauthorized,
+    403: Forbidden,
+    404: NotFound,
+    405: MethodNotAllowed,
+    406: NotAcceptable,
+    409: Conflict,
+    410: Gone,
+    413: RequestEntityTooLarge,
+    415: UnsupportedMediaType,
+    422: Invalid,
+    429: TooManyRequests,
+    500: InternalError,
+    503: ServiceUnavailable,
+    504: ServerTimeout,
+}
+
+
+def from_status(status: dict[str, Any], code: int = 0) -> StatusError:
+    """The typed error for a `Status` object received from a server (`code` is the HTTP status when the body
+    carries none)."""
+    code = int(status.get("code") or code or 500)
+    reason = str(status.get("reason") or "")
+    cls = _BY_REASON.get(reason) or _BY_CODE.get(code) or StatusError
+    details = status.get("details")
+    retry = (details or {}).get("retryAfterSeconds") if isinstance(details, dict) else None
+    err = cls(code, reason, str(status.get("message") or ""), details=details, retry_after=retry)
+    meta = status.get("metadata")
+    if isinstance(meta, dict):
+        err.list_meta = dict(meta)
+    return err
+
+
 def _details(name: str, group: str, kind: str, **extra: Any) -> dict[str, Any]:
     d: dict[str, Any] = {}
     if name:
@@ -202,14 +327,14 @@ def _details(name: str, group: str, kind: str, **extra: Any) -> dict[str, Any]:
 
 
 def not_found(resource: str, name: str, group: str = "") -> StatusError:
-    return StatusError(
+    return NotFound(
         404, "NotFound", f"{qualified(resource, group)} {go_quote(name)} not found",
         details=_details(name, group, resource),
     )  # fmt: skip
 
 
 def already_exists(resource: str, name: str, group: str = "") -> StatusError:
-    return StatusError(
+    return AlreadyExists(
         409, "AlreadyExists", f"{qualified(resource, group)} {go_quote(name)} already exists",
         details=_details(name, group, resource),
     )  # fmt: skip
@@ -217,7 +342,7 @@ def already_exists(resource: str, name: str, group: str = "") -> StatusError:
 
 def conflict(resource: str, name: str, reason: str, group: str = "") -> StatusError:
     what = f"{qualified(resource, group)} {go_quote(name)}"
-    return StatusError(
+    return Conflict(
         409,
         "Conflict",
         f"Operation cannot be fulfilled on {what}: {reason}",
@@ -233,26 +358,26 @@ def invalid_object(kind: str, name: str, errors: list[FieldError], group: str = 
     msg = f"{qualified(kind, group)} {go_quote(name)} is invalid"
     if errors:
         msg += ": " + _aggregate(errors)
-    return StatusError(422, "Invalid", msg, details=_details(name, group, kind, causes=causes))
+    return Invalid(422, "Invalid", msg, details=_details(name, group, kind, causes=causes))
 
 
 def bad_request(message: str) -> StatusError:
-    return StatusError(400, "BadRequest", message)
+    return BadRequest(400, "BadRequest", message)
 
 
 def unauthorized(message: str = "Unauthorized") -> StatusError:
-    return StatusError(401, "Unauthorized", message)
+    return Unauthorized(401, "Unauthorized", message)
 
 
 def forbidden_request(resource: str, name: str, reason: str, group: str = "") -> StatusError:
     what = qualified(resource, group)
     msg = f"{what} {go_quote(name)} is forbidden: {reason}" if name else f"{what} is forbidden: {reason}"
-    return StatusError(403, "Forbidden", msg, details=_details(name, group, resource))
+    return Forbidden(403, "Forbidden", msg, details=_details(name, group, resource))
 
 
 def method_not_supported(resource: str, action: str, group: str = "") -> StatusError:
     kind = go_quote(qualified(resource, group))
-    return StatusError(
+    return MethodNotAllowed(
         405,
         "MethodNotAllowed",
         f"{action} is not supported on resources of kind {kind}",
@@ -261,31 +386,31 @@ def method_not_supported(resource: str, action: str, group: str = "") -> StatusE
 
 
 def gone(message: str) -> StatusError:
-    return StatusError(410, "Gone", message)
+    return Gone(410, "Gone", message)
 
 
 def expired(message: str) -> StatusError:
-    return StatusError(410, "Expired", message)
+    return Expired(410, "Expired", message)
 
 
 def request_entity_too_large(message: str) -> StatusError:
-    return StatusError(413, "RequestEntityTooLarge", f"Request entity too large: {message}")
+    return RequestEntityTooLarge(413, "RequestEntityTooLarge", f"Request entity too large: {message}")
 
 
 def unsupported_media_type(message: str) -> StatusError:
-    return StatusError(415, "UnsupportedMediaType", message)
+    return UnsupportedMediaType(415, "UnsupportedMediaType", message)
 
 
 def not_acceptable(message: str) -> StatusError:
-    return StatusError(406, "NotAcceptable", message)
+    return NotAcceptable(406, "NotAcceptable", message)
 
 
 def too_many_requests(message: str, retry_after: int = 1) -> StatusError:
-    return StatusError(429, "TooManyRequests", message, retry_after=retry_after)
+    return TooManyRequests(429, "TooManyRequests", message, retry_after=retry_after)
 
 
 def internal_error(message: str) -> StatusError:
-    return StatusError(
+    return InternalError(
         500,
         "InternalError",
         f"Internal error occurred: {message}",
@@ -294,13 +419,13 @@ def internal_error(message: str) -> StatusError:
 
 
 def timeout(message: str, retry_after: int = 0) -> StatusError:
-    return StatusError(504, "Timeout", f"Timeout: {message}", retry_after=retry_after or None)
+    return ServerTimeout(504, "Timeout", f"Timeout: {message}", retry_after=retry_after or None)
 
 
 def service_unavailable(message: str) -> StatusError:
-    return StatusError(503, "ServiceUnavailable", message)
+    return ServiceUnavailable(503, "ServiceUnavailable", message)
 
 
 def path_not_found() -> StatusError:
     """The answer for a path no handler serves."""
-    return StatusError(404, "NotFound", "the server could not find the requested resource", details={})
+    return NotFound(404, "NotFound", "the server could not find the requested resource", details={})

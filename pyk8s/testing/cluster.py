@@ -59,6 +59,22 @@ class APIServerProcess:
 
     def start(self, timeout: float = 60.0) -> APIServerProcess:
         self.port = free_port()
+        return self._start(timeout)
+
+    def restart(self, timeout: float = 60.0) -> APIServerProcess:
+        """Start again on the same port and data (after `stop()` or `kill()`): clients reconnect as they
+        would to a restarted kube-apiserver."""
+        self.stop()
+        return self._start(timeout)
+
+    def kill(self) -> None:
+        """SIGKILL: a crash, with no clean shutdown."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        self.stop()
+
+    def _start(self, timeout: float) -> APIServerProcess:
         args = [
             sys.executable,
             "-m",
@@ -72,7 +88,7 @@ class APIServerProcess:
         if self.etcd_url:
             args += ["--etcd-servers", self.etcd_url.removeprefix("etcd://")]
         args += list(self.extra_args)
-        self._log = open(self.dir / "apiserver.log", "wb")
+        self._log = open(self.dir / "apiserver.log", "ab")
         self.proc = subprocess.Popen(args, stdout=self._log, stderr=self._log, start_new_session=True)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

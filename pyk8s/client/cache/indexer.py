@@ -1,0 +1,166 @@
+"""The Indexer: an informer's local copy of a resource, keyed by `namespace/name`, with named secondary
+indexes (upstream: tools/cache thread_safe_store.go, index.go, store.go).
+
+Index functions map an object to the values it is filed under; `by_index("namespace", "default")` answers
+every object of a namespace without a scan. The namespace index is built in. Everything here runs on the
+event loop without awaiting, so each method is atomic with respect to other tasks, as upstream's lock
+gives. Objects are shared, not copied: callers must treat what they read as read-only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+IndexFunc = Callable[[Any], list[str]]
+NAMESPACE_INDEX = "namespace"
+
+
+def meta_namespace_key(obj: Any) -> str:
+    """`namespace/name`, or `name` for a cluster-scoped object (upstream: MetaNamespaceKeyFunc)."""
+    key = getattr(obj, "key", None)
+    if isinstance(key, str):  # DeletedFinalStateUnknown carries the key it was filed under
+        return key
+    meta = obj.get("metadata") or {}
+    name = meta.get("name") or ""
+    if not name:
+        raise KeyError("object has no metadata.name")
+    ns = meta.get("namespace")
+    return f"{ns}/{name}" if ns else name
+
+
+def split_meta_namespace_key(key: str) -> tuple[str, str]:
+    """(namespace, name) from a key; namespace is "" for a cluster-scoped key."""
+    parts = key.split("/")
+    if len(parts) == 1:
+        return "", parts[0]
+    if len(parts) == 2:
+        return parts[0], parts[1]
+    raise ValueError(f"unexpected key format: {key!r}")
+
+
+def namespace_index_func(obj: Any) -> list[str]:
+    ns = (obj.get("metadata") or {}).get("namespace")
+    return [ns] if ns else [""]
+
+
+class Indexer:
+    """A keyed store with indexes. `key_func` defaults to `meta_namespace_key`."""
+
+    def __init__(
+        self,
+        indexers: Mapping[str, IndexFunc] | None = None,
+        key_func: Callable[[Any], str] = meta_namespace_key,
+    ) -> None:
+        self.key_func = key_func
+        self._items: dict[str, Any] = {}
+        self._indexers: dict[str, IndexFunc] = {NAMESPACE_INDEX: namespace_index_func}
+        self._indices: dict[str, dict[str, set[str]]] = {NAMESPACE_INDEX: {}}
+        if indexers:
+            self.add_indexers(indexers)
+
+    # -- writes ---------------------------------------------------------------------------------------
+
+    def add(self, obj: Any) -> None:
+        self.update(obj)
+
+    def update(self, obj: Any) -> None:
+        key = self.key_func(obj)
+        old = self._items.get(key)
+        self._items[key] = obj
+        self._reindex(key, old, obj)
+
+    def delete(self, obj: Any) -> None:
+        self.delete_key(self.key_func(obj))
+
+    def delete_key(self, key: str) -> None:
+        old = self._items.pop(key, None)
+        if old is not None:
+            self._reindex(key, old, None)
+
+    def replace(self, objs: Iterable[Any]) -> None:
+        """Swap the whole content (indexes rebuilt from scratch)."""
+        self._items = {self.key_func(o): o for o in objs}
+        self._indices = {name: {} for name in self._indexers}
+        for key, obj in self._items.items():
+            self._reindex(key, None, obj)
+
+    def add_indexers(self, indexers: Mapping[str, IndexFunc]) -> None:
+        """Add index functions; existing objects are filed under them at once."""
+        for name in indexers:
+            if name in self._indexers:
+                raise ValueError(f"indexer conflict: {name}")
+        for name, fn in indexers.items():
+            self._indexers[name] = fn
+            index: dict[str, set[str]] = {}
+            self._indices[name] = index
+            for key, obj in self._items.items():
+                for value in fn(obj):
+                    index.setdefault(value, set()).add(key)
+
+    def _reindex(self, key: str, old: Any, new: Any) -> None:
+        for name, fn in self._indexers.items():
+            old_values = fn(old) if old is not None else []
+            new_values = fn(new) if new is not None else []
+            # The common case: an update that leaves the indexed values alone touches nothing.
+            if old_values == new_values:
+                continue
+            index = self._indices[name]
+            for value in old_values:
+                keys = index.get(value)
+                if keys is not None:
+                    keys.discard(key)
+                    if not keys:
+                        del index[value]
+            for value in new_values:
+                index.setdefault(value, set()).add(key)
+
+    # -- reads ----------------------------------------------------------------------------------------
+
+    def get(self, obj: Any) -> Any | None:
+        return self._items.get(self.key_func(obj))
+
+    def get_by_key(self, key: str) -> Any | None:
+        return self._items.get(key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def list(self) -> list[Any]:
+        return list(self._items.values())
+
+    def list_keys(self) -> list[str]:
+        return list(self._items)
+
+    def get_indexers(self) -> dict[str, IndexFunc]:
+        return dict(self._indexers)
+
+    def index(self, index_name: str, obj: Any) -> list[Any]:
+        """Objects sharing any indexed value with `obj`."""
+        fn = self._fn(index_name)
+        index = self._indices[index_name]
+        keys: set[str] = set()
+        for value in fn(obj):
+            keys |= index.get(value, set())
+        return [self._items[k] for k in keys]
+
+    def index_keys(self, index_name: str, value: str) -> list[str]:
+        self._fn(index_name)
+        return list(self._indices[index_name].get(value, ()))
+
+    def by_index(self, index_name: str, value: str) -> list[Any]:
+        self._fn(index_name)
+        return [self._items[k] for k in self._indices[index_name].get(value, ())]
+
+    def list_index_func_values(self, index_name: str) -> list[str]:
+        self._fn(index_name)
+        return list(self._indices[index_name])
+
+    def _fn(self, index_name: str) -> IndexFunc:
+        fn = self._indexers.get(index_name)
+        if fn is None:
+            raise KeyError(f"index with name {index_name} does not exist")
+        return fn

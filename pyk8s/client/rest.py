@@ -1,0 +1,596 @@
+"""The REST client: every call a component or a user's controller makes to an API server, on dict objects.
+
+`RESTClient` is upstream's rest.RESTClient and dynamic client in one: it addresses any resource (built-in by
+name, or a `Resource` for custom ones), sends JSON, and decodes JSON. It owns one aiohttp connection pool, a
+client-side token-bucket rate limiter (client-go's QPS/burst), and retries: a 429, or a 5xx that carries
+`Retry-After`, is retried after the server's delay for every verb; a connection the server never accepted
+is retried for every verb; any other connection failure only for reads. A `Status` answer becomes the typed
+error from `pyk8s.api.errors` (`NotFound`, `Conflict`, `Gone`, `Invalid`, …) carrying that Status.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import aiohttp
+import orjson
+from multidict import CIMultiDict
+
+from .. import __version__
+from ..api import errors
+from ..api.resources import TABLE, Resource
+from .kubeconfig import ClientConfig
+
+log = logging.getLogger(__name__)
+
+PatchType = Literal["strategic", "merge", "json", "apply"]
+PATCH_CONTENT_TYPES: dict[str, str] = {
+    "strategic": "application/strategic-merge-patch+json",
+    "merge": "application/merge-patch+json",
+    "json": "application/json-patch+json",
+    "apply": "application/apply-patch+yaml",
+}
+ResourceLike = Resource | str
+_READS = frozenset({"GET", "HEAD", "OPTIONS"})
+_NOT_ALLOWED_TEXT = {401: "Unauthorized", 403: "Forbidden", 404: "the server could not find the requested resource"}
+
+
+def resolve_resource(name: str) -> Resource:
+    """A built-in resource by the names kubectl accepts: plural, singular, kind, short name, or
+    `plural.group` / `plural.version.group`, preferring each group's preferred version."""
+    lowered = name.lower()
+    plural, _, rest = lowered.partition(".")
+    version, group = "", rest
+    if rest:
+        first, _, after = rest.partition(".")
+        if after and TABLE.versions.get(after) and first in TABLE.versions[after]:
+            version, group = first, after
+    candidates: list[Resource] = []
+    for r in TABLE.resources:
+        if rest and r.group != group:
+            continue
+        if version and r.version != version:
+            continue
+        names = (r.plural, r.singular_name, r.kind.lower(), *r.short_names)
+        if plural in names if rest else lowered in names:
+            candidates.append(r)
+    if not candidates:
+        raise errors.NotFound(404, "NotFound", f'the server doesn\'t have a resource type "{name}"')
+    # The core group first, then the first group in discovery order, at its preferred version.
+    groups = TABLE.groups()
+    candidates.sort(
+        key=lambda r: (
+            groups.index(r.group) if r.group in groups else len(groups),
+            r.version != TABLE.preferred_version(r.group),
+        )
+    )
+    return candidates[0]
+
+
+def _as_resource(resource: ResourceLike) -> Resource:
+    return resource if isinstance(resource, Resource) else resolve_resource(resource)
+
+
+class TokenBucket:
+    """client-go's token-bucket rate limiter: `burst` requests at once, then `qps` per second. Waiters
+    reserve their slot on arrival, so they leave in the order they came."""
+
+    def __init__(self, qps: float, burst: int, clock: Any = time.monotonic) -> None:
+        self.qps = qps
+        self.burst = max(1, burst)
+        self._clock = clock
+        self._tokens = float(self.burst)
+        self._last = clock()
+
+    @property
+    def enabled(self) -> bool:
+        return self.qps > 0
+
+    def reserve(self) -> float:
+        """Take a token; returns how long to wait before using it."""
+        now = self._clock()
+        self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.qps)
+        self._last = now
+        self._tokens -= 1.0
+        return 0.0 if self._tokens >= 0 else -self._tokens / self.qps
+
+    async def wait(self) -> None:
+        if not self.enabled:
+            return
+        delay = self.reserve()
+        if delay > 0:
+            await asyncio.sleep(delay)
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    """One event of a watch stream: ADDED, MODIFIED, DELETED or BOOKMARK, and the object."""
+
+    type: str
+    object: dict[str, Any]
+
+
+class Watch:
+    """An open watch: iterate it (`async for event in watch`) and close it when done. An ERROR event is
+    raised as the typed error it carries (a `Gone` when the resourceVersion is too old)."""
+
+    def __init__(self, client: RESTClient, path: str, params: dict[str, str]) -> None:
+        self._client = client
+        self._path = path
+        self._params = params
+        self._resp: aiohttp.ClientResponse | None = None
+        self._buffer = b""
+        self._lines: list[bytes] = []
+        self._closed = False
+
+    async def _open(self) -> None:
+        self._resp = await self._client._send("GET", self._path, self._params, None, None, streaming=True)
+
+    async def __aenter__(self) -> Watch:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
+    def __aiter__(self) -> Watch:
+        return self
+
+    async def __anext__(self) -> WatchEvent:
+        if self._closed:
+            raise StopAsyncIteration
+        if self._resp is None:
+            await self._open()
+        assert self._resp is not None
+        while not self._lines:
+            try:
+                chunk = await self._resp.content.readany()
+            except (TimeoutError, aiohttp.ClientError, ConnectionError) as err:
+                self.close()
+                raise ConnectionError(f"watch {self._path}: {err}") from err
+            if not chunk:
+                self.close()
+                raise StopAsyncIteration
+            self._buffer += chunk
+            if b"\n" in self._buffer:
+                *lines, self._buffer = self._buffer.split(b"\n")
+                self._lines = [line for line in lines if line.strip()]
+        line = self._lines.pop(0)
+        try:
+            raw = orjson.loads(line)
+            typ, obj = raw["type"], raw["object"]
+        except (orjson.JSONDecodeError, KeyError, TypeError) as err:
+            self.close()
+            raise errors.InternalError(500, "InternalError", f"watch {self._path}: undecodable event: {err}") from err
+        if typ == "ERROR":
+            self.close()
+            raise errors.from_status(obj if isinstance(obj, dict) else {}, 500)
+        return WatchEvent(typ, obj)
+
+    def close(self) -> None:
+        self._closed = True
+        if self._resp is not None:
+            self._resp.close()
+            self._resp = None
+
+
+class RESTClient:
+    """An asyncio client of one API server. Use it as `async with RESTClient(config) as client:` or call
+    `close()`; it is bound to the event loop it first runs on."""
+
+    def __init__(self, config: ClientConfig, *, max_retries: int = 10) -> None:
+        self.config = config
+        self.max_retries = max_retries
+        self.limiter = TokenBucket(config.qps, config.burst)
+        self._session: aiohttp.ClientSession | None = None
+        self._ssl = config.ssl_context()
+        self.user_agent = config.user_agent or f"pyk8s/{__version__}"
+
+    async def __aenter__(self) -> RESTClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            # No cap on connections: each watch holds one for its whole life.
+            connector = aiohttp.TCPConnector(ssl=self._ssl if self._ssl is not None else False, limit=0)
+            self._session = aiohttp.ClientSession(
+                connector=connector, json_serialize=lambda o: orjson.dumps(o).decode()
+            )
+        return self._session
+
+    # -- paths ------------------------------------------------------------------------------------------
+
+    def namespace_for(self, r: Resource, namespace: str | None, obj: Mapping[str, Any] | None = None) -> str:
+        if not r.namespaced:
+            return ""
+        if namespace:
+            return namespace
+        if obj is not None:
+            ns = (obj.get("metadata") or {}).get("namespace")
+            if ns:
+                return str(ns)
+        return self.config.namespace
+
+    @staticmethod
+    def path(r: Resource, namespace: str = "", name: str = "", subresource: str = "") -> str:
+        """The URL path of a collection, an object or its subresource."""
+        base = f"/apis/{r.group}/{r.version}" if r.group else f"/api/{r.version}"
+        if r.namespaced and namespace:
+            base += f"/namespaces/{namespace}"
+        base += f"/{r.plural}"
+        if name:
+            base += f"/{name}"
+            if subresource:
+                base += f"/{subresource}"
+        return base
+
+    # -- the wire ---------------------------------------------------------------------------------------
+
+    def _headers(self, content_type: str | None) -> CIMultiDict[str]:
+        headers: CIMultiDict[str] = CIMultiDict({"Accept": "application/json", "User-Agent": self.user_agent})
+        headers.update(self.config.auth_headers())
+        for k, v in self.config.impersonation_groups():
+            headers.add(k, v)
+        if content_type:
+            headers["Content-Type"] = content_type
+        return headers
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        params: Mapping[str, str] | None,
+        body: bytes | None,
+        content_type: str | None,
+        *,
+        streaming: bool = False,
+    ) -> aiohttp.ClientResponse:
+        """Send with rate limiting and retries; returns a 2xx response or raises the typed error."""
+        attempt = 0
+        timeout = aiohttp.ClientTimeout(total=None if streaming else self.config.timeout, sock_connect=10)
+        while True:
+            await self.limiter.wait()
+            try:
+                resp = await self.session.request(
+                    method, self.config.server + path, params=params, data=body,
+                    headers=self._headers(content_type), timeout=timeout,
+                )  # fmt: skip
+            except (aiohttp.ClientConnectorError, ConnectionRefusedError) as err:
+                # The server never saw this request: safe to send again whatever the verb.
+                if attempt >= self.max_retries:
+                    raise ConnectionError(f"{method} {path}: {err}") from err
+                attempt += 1
+                await asyncio.sleep(_backoff(attempt))
+                continue
+            except (TimeoutError, aiohttp.ClientError, ConnectionError) as err:
+                if method not in _READS or attempt >= self.max_retries:
+                    raise ConnectionError(f"{method} {path}: {err}") from err
+                attempt += 1
+                await asyncio.sleep(_backoff(attempt))
+                continue
+            if resp.status < 300:
+                return resp
+            try:
+                raw = await resp.read()
+            except (TimeoutError, aiohttp.ClientError) as err:
+                raise ConnectionError(f"{method} {path}: {err}") from err
+            finally:
+                resp.release()
+            retry_after = _retry_after(resp)
+            if attempt < self.max_retries and (resp.status == 429 or (resp.status >= 500 and retry_after is not None)):
+                attempt += 1
+                delay = retry_after if retry_after is not None else _backoff(attempt)
+                log.debug("%s %s: %d, retrying in %.2fs", method, path, resp.status, delay)
+                await asyncio.sleep(delay)
+                continue
+            raise _error_from_response(resp.status, raw)
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+    ) -> Any:
+        """One call on any path; returns the decoded JSON answer (or text when it is not JSON)."""
+        data: bytes | None = None
+        if body is not None:
+            data = body if isinstance(body, bytes) else orjson.dumps(body)
+        resp = await self._send(method, path, _params(params), data, content_type if data is not None else None)
+        try:
+            raw = await resp.read()
+        except (TimeoutError, aiohttp.ClientError) as err:
+            raise ConnectionError(f"{method} {path}: {err}") from err
+        finally:
+            resp.release()
+        if not raw:
+            return None
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return raw.decode(errors="replace")
+
+    # -- verbs ------------------------------------------------------------------------------------------
+
+    async def get(
+        self, resource: ResourceLike, name: str, namespace: str | None = None, *, subresource: str = "", **params: Any
+    ) -> dict[str, Any]:
+        r = _as_resource(resource)
+        path = self.path(r, self.namespace_for(r, namespace), name, subresource)
+        return await self.request("GET", path, params=params)
+
+    async def list_pages(
+        self,
+        resource: ResourceLike,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int | None = None,
+        resource_version: str | None = None,
+        resource_version_match: str | None = None,
+        timeout_seconds: int | None = None,
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Each page of a list, following `continue` tokens."""
+        r = _as_resource(resource)
+        path = self.path(r, namespace or "" if r.namespaced else "")
+        params: dict[str, Any] = {
+            "labelSelector": label_selector,
+            "fieldSelector": field_selector,
+            "limit": limit,
+            "resourceVersion": resource_version,
+            "resourceVersionMatch": resource_version_match,
+            "timeoutSeconds": timeout_seconds,
+        }
+        while True:
+            page = await self.request("GET", path, params=params)
+            yield page
+            token = (page.get("metadata") or {}).get("continue")
+            if not token:
+                return
+            # Later pages come from the snapshot the token names; a resourceVersion with it is an error.
+            params = {**params, "continue": token, "resourceVersion": None, "resourceVersionMatch": None}
+
+    async def list(
+        self,
+        resource: ResourceLike,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int | None = None,
+        resource_version: str | None = None,
+        resource_version_match: str | None = None,
+    ) -> dict[str, Any]:
+        """The whole list (all pages of `limit` objects, one snapshot), as one List object. `namespace=None`
+        lists every namespace."""
+        result: dict[str, Any] | None = None
+        async for page in self.list_pages(
+            resource, namespace, label_selector=label_selector, field_selector=field_selector, limit=limit,
+            resource_version=resource_version, resource_version_match=resource_version_match,
+        ):  # fmt: skip
+            if result is None:
+                result = page
+                result["items"] = list(page.get("items") or [])
+            else:
+                result["items"].extend(page.get("items") or [])
+        assert result is not None
+        meta = result.setdefault("metadata", {})
+        meta.pop("continue", None)
+        meta.pop("remainingItemCount", None)
+        return result
+
+    def watch(
+        self,
+        resource: ResourceLike,
+        namespace: str | None = None,
+        *,
+        resource_version: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        allow_watch_bookmarks: bool = False,
+        timeout_seconds: int | None = None,
+        send_initial_events: bool | None = None,
+    ) -> Watch:
+        """A watch stream from `resource_version` (None or "" means: the current state as ADDED events first,
+        then changes). The stream opens on the first iteration."""
+        r = _as_resource(resource)
+        params = _params(
+            {
+                "watch": "true",
+                "resourceVersion": resource_version,
+                "labelSelector": label_selector,
+                "fieldSelector": field_selector,
+                "allowWatchBookmarks": "true" if allow_watch_bookmarks else None,
+                "timeoutSeconds": timeout_seconds,
+                "sendInitialEvents": None if send_initial_events is None else str(send_initial_events).lower(),
+            }
+        )
+        return Watch(self, self.path(r, namespace or "" if r.namespaced else ""), params)
+
+    async def create(
+        self,
+        resource: ResourceLike,
+        obj: Mapping[str, Any],
+        namespace: str | None = None,
+        *,
+        name: str = "",
+        subresource: str = "",
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        field_validation: str | None = None,
+    ) -> dict[str, Any]:
+        """POST an object (or a subresource such as `pods/<name>/binding` with `name` and `subresource`)."""
+        r = _as_resource(resource)
+        path = self.path(r, self.namespace_for(r, namespace, obj), name, subresource)
+        params = _write_params(dry_run, field_manager, field_validation)
+        return await self.request("POST", path, params=params, body=obj)
+
+    async def update(
+        self,
+        resource: ResourceLike,
+        obj: Mapping[str, Any],
+        namespace: str | None = None,
+        *,
+        subresource: str = "",
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        field_validation: str | None = None,
+    ) -> dict[str, Any]:
+        """PUT an object; its metadata.resourceVersion makes this a compare-and-swap (409 Conflict if stale)."""
+        r = _as_resource(resource)
+        name = str((obj.get("metadata") or {}).get("name") or "")
+        if not name:
+            raise errors.invalid_object(r.kind, "", [errors.required("metadata.name", "name is required")], r.group)
+        path = self.path(r, self.namespace_for(r, namespace, obj), name, subresource)
+        params = _write_params(dry_run, field_manager, field_validation)
+        return await self.request("PUT", path, params=params, body=obj)
+
+    async def update_status(
+        self, resource: ResourceLike, obj: Mapping[str, Any], namespace: str | None = None
+    ) -> dict[str, Any]:
+        return await self.update(resource, obj, namespace, subresource="status")
+
+    async def patch(
+        self,
+        resource: ResourceLike,
+        name: str,
+        patch: Any,
+        namespace: str | None = None,
+        *,
+        patch_type: PatchType = "strategic",
+        subresource: str = "",
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        field_validation: str | None = None,
+        force: bool | None = None,
+    ) -> dict[str, Any]:
+        """PATCH with a strategic merge (default), merge, JSON or apply patch."""
+        r = _as_resource(resource)
+        content_type = PATCH_CONTENT_TYPES.get(patch_type)
+        if content_type is None:
+            raise ValueError(f"unknown patch type {patch_type!r}; one of {', '.join(PATCH_CONTENT_TYPES)}")
+        path = self.path(r, self.namespace_for(r, namespace), name, subresource)
+        params = _write_params(dry_run, field_manager, field_validation)
+        if force is not None:
+            params["force"] = str(force).lower()
+        body = patch if isinstance(patch, bytes) else orjson.dumps(patch)
+        return await self.request("PATCH", path, params=params, body=body, content_type=content_type)
+
+    async def delete(
+        self,
+        resource: ResourceLike,
+        name: str,
+        namespace: str | None = None,
+        *,
+        propagation_policy: str | None = None,
+        grace_period_seconds: int | None = None,
+        preconditions: Mapping[str, str] | None = None,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        """DELETE; answers the deleted object (or the object marked for deletion) or a Success Status."""
+        r = _as_resource(resource)
+        path = self.path(r, self.namespace_for(r, namespace), name)
+        body = _delete_options(propagation_policy, grace_period_seconds, preconditions, dry_run)
+        return await self.request("DELETE", path, body=body)
+
+    async def delete_collection(
+        self,
+        resource: ResourceLike,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        propagation_policy: str | None = None,
+        grace_period_seconds: int | None = None,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        r = _as_resource(resource)
+        path = self.path(r, self.namespace_for(r, namespace))
+        params = {"labelSelector": label_selector, "fieldSelector": field_selector}
+        body = _delete_options(propagation_policy, grace_period_seconds, None, dry_run)
+        return await self.request("DELETE", path, params=params, body=body)
+
+    async def server_version(self) -> dict[str, Any]:
+        return await self.request("GET", "/version")
+
+
+def _params(params: Mapping[str, Any] | None) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for k, v in (params or {}).items():
+        if v is None or v == "":
+            continue
+        out[k] = ("true" if v else "false") if isinstance(v, bool) else str(v)
+    return out
+
+
+def _write_params(dry_run: bool, field_manager: str | None, field_validation: str | None) -> dict[str, str]:
+    out: dict[str, str] = {}
+    if dry_run:
+        out["dryRun"] = "All"
+    if field_manager:
+        out["fieldManager"] = field_manager
+    if field_validation:
+        out["fieldValidation"] = field_validation
+    return out
+
+
+def _delete_options(
+    propagation: str | None, grace: int | None, preconditions: Mapping[str, str] | None, dry_run: bool
+) -> dict[str, Any] | None:
+    opts: dict[str, Any] = {}
+    if propagation:
+        opts["propagationPolicy"] = propagation
+    if grace is not None:
+        opts["gracePeriodSeconds"] = grace
+    if preconditions:
+        opts["preconditions"] = dict(preconditions)
+    if dry_run:
+        opts["dryRun"] = ["All"]
+    if not opts:
+        return None
+    return {"kind": "DeleteOptions", "apiVersion": "v1", **opts}
+
+
+def _backoff(attempt: int) -> float:
+    """Exponential backoff with jitter: about 0.1 s, 0.2 s, 0.4 s … capped near 5 s."""
+    base = min(5.0, 0.1 * 2 ** (attempt - 1))
+    return base * (0.5 + random.random() / 2)
+
+
+def _retry_after(resp: aiohttp.ClientResponse) -> float | None:
+    raw = resp.headers.get("Retry-After")
+    if raw is None:
+        return None
+    try:
+        return max(0.0, float(int(raw)))
+    except ValueError:
+        return None
+
+
+def _error_from_response(code: int, raw: bytes) -> errors.StatusError:
+    try:
+        body = orjson.loads(raw) if raw else None
+    except orjson.JSONDecodeError:
+        body = None
+    if isinstance(body, dict) and body.get("kind") == "Status":
+        return errors.from_status(body, code)
+    text = raw.decode(errors="replace").strip() if raw else ""
+    message = text or _NOT_ALLOWED_TEXT.get(code) or f"the server responded with HTTP {code}"
+    return errors.from_status({"code": code, "message": message}, code)

@@ -1,0 +1,1 @@
+"""Tests of the client machinery (pyk8s.client)."""
