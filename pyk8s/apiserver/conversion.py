@@ -15,6 +15,7 @@ import orjson
 
 from ..api.meta import Object
 from ..api.resources import Resource
+from ..api.selectors import FieldRequirement, FieldSelector
 
 Converter = Callable[[Object], Object]
 
@@ -181,3 +182,25 @@ def convert(obj: Object, source: Resource, target: Resource) -> Object:
     if fn is None:
         raise ValueError(f"no conversion from {source.group_version} to {target.group_version} for {target.kind}")
     return fn(obj)
+
+
+# events.k8s.io/v1 selects on its own field names, mapped onto the stored core Event's (upstream: the
+# events/v1 field label conversion); the core names stay accepted there too.
+_EVENTS_FIELD_LABELS = {
+    **{
+        f"regarding.{f}": f"involvedObject.{f}"
+        for f in ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")
+    },
+    "reportingController": "reportingComponent",
+}
+
+
+def convert_field_selector(served: Resource, selector: FieldSelector) -> FieldSelector:
+    """A field selector written against `served`'s field names, in the stored version's names."""
+    if served.group != "events.k8s.io" or selector.empty:
+        return selector
+    return FieldSelector(
+        tuple(
+            FieldRequirement(_EVENTS_FIELD_LABELS.get(r.field, r.field), r.op, r.value) for r in selector.requirements
+        )
+    )

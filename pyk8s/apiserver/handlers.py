@@ -21,7 +21,7 @@ from ..api.resources import Resource, ResourceTable
 from ..api.selectors import SelectorError, parse_field_selector, parse_label_selector
 from ..storage import Preconditions
 from . import tables
-from .conversion import convert
+from .conversion import convert, convert_field_selector
 from .encoding import body_object, check_fields, decode, field_validation, read_body, respond
 from .negotiation import (
     APPLY_PATCH_CBOR,
@@ -57,12 +57,14 @@ def dry_run(values: list[str]) -> bool:
     return bool(values)
 
 
-def list_options(query: Any) -> ListOptions:
+def list_options(query: Any, served: Resource | None = None) -> ListOptions:
     try:
         labels = parse_label_selector(query.get("labelSelector"))
         fields = parse_field_selector(query.get("fieldSelector"))
     except SelectorError as e:
         raise errors.bad_request(str(e)) from None
+    if served is not None:
+        fields = convert_field_selector(served, fields)
     return ListOptions(
         label_selector=labels,
         field_selector=fields,
@@ -186,7 +188,7 @@ class ResourceHandlers:
 
     async def list_collection(self, request: web.Request, r: Resolved) -> web.Response:
         out = self.output(request)
-        opts = list_options(request.query)
+        opts = list_options(request.query, r.served)
         try:
             res = await r.rest.list_objects(r.info.namespace, opts)
         except errors.StatusError as err:
@@ -302,7 +304,7 @@ class ResourceHandlers:
 
     async def delete_collection(self, request: web.Request, r: Resolved, ctx: Context) -> web.Response:
         opts = await delete_options(request)
-        lopts = list_options(request.query)
+        lopts = list_options(request.query, r.served)
         c = Context(ctx.user, opts.dry_run)
         deleted = await r.rest.delete_collection(r.info.namespace, lopts, opts, c)
         doc = {

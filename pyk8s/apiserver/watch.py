@@ -59,7 +59,7 @@ class WatchServer:
     ) -> web.StreamResponse:
         from .handlers import list_options
 
-        opts = list_options(request.query)
+        opts = list_options(request.query, r.served)
         timeout = self.timeout(request.query)
         error_event: bytes | None = None
         watcher: CacheWatcher | None = None
