@@ -18,7 +18,9 @@ def write(path: Path, doc: dict) -> Path:
     return path
 
 
-def kubeconfig(cluster: dict, user: dict, *, name: str = "c", namespace: str | None = None, current: bool = True) -> dict:
+def kubeconfig(
+    cluster: dict, user: dict, *, name: str = "c", namespace: str | None = None, current: bool = True
+) -> dict:
     ctx = {"cluster": name, "user": name}
     if namespace:
         ctx["namespace"] = namespace
@@ -54,7 +56,9 @@ def test_kubeconfig_env_list_and_relative_paths(tmp_path, monkeypatch):
     sub = tmp_path / "conf"
     sub.mkdir()
     (sub / "token").write_text("from-file\n")
-    write(sub / "config", kubeconfig({"server": "https://x:1", "certificate-authority": "ca.crt"}, {"tokenFile": "token"}))
+    write(
+        sub / "config", kubeconfig({"server": "https://x:1", "certificate-authority": "ca.crt"}, {"tokenFile": "token"})
+    )
     monkeypatch.setenv("KUBECONFIG", f"{tmp_path / 'nothing'}:{sub / 'config'}")
     cfg = load_config()
     assert cfg.ca_file == str(sub / "ca.crt")
@@ -68,7 +72,12 @@ def test_kubeconfig_env_list_and_relative_paths(tmp_path, monkeypatch):
         (kubeconfig({"server": "https://x"}, {}, current=False), "no context chosen"),
         ({"current-context": "ghost", "contexts": []}, "context 'ghost' does not exist"),
         (kubeconfig({}, {}), "has no server"),
-        (kubeconfig({"server": "https://x", "insecure-skip-tls-verify": True, "certificate-authority-data": "eA=="}, {}), "insecure flag"),
+        (
+            kubeconfig(
+                {"server": "https://x", "insecure-skip-tls-verify": True, "certificate-authority-data": "eA=="}, {}
+            ),
+            "insecure flag",
+        ),
         (kubeconfig({"server": "https://x", "certificate-authority-data": "not base64!"}, {}), "not valid base64"),
         (kubeconfig({"server": "https://x"}, {"exec": {"command": "aws"}}), "not supported"),
     ],
@@ -80,7 +89,9 @@ def test_bad_kubeconfigs_say_what_is_wrong(tmp_path, doc, message):
 
 
 def test_plain_http_sends_no_credentials(tmp_path):
-    cfg = load_kubeconfig(str(write(tmp_path / "c", kubeconfig({"server": "http://127.0.0.1:8080"}, {"token": "secret"}))))
+    cfg = load_kubeconfig(
+        str(write(tmp_path / "c", kubeconfig({"server": "http://127.0.0.1:8080"}, {"token": "secret"})))
+    )
     assert cfg.ssl_context() is None
     assert "Authorization" not in cfg.auth_headers()
 
@@ -89,7 +100,10 @@ async def test_inline_ca_data_and_in_cluster_reach_the_server(apiserver, tmp_pat
     ca = apiserver.ca_file.read_bytes()
     path = write(
         tmp_path / "c",
-        kubeconfig({"server": apiserver.url, "certificate-authority-data": base64.b64encode(ca).decode()}, {"token": apiserver.token}),
+        kubeconfig(
+            {"server": apiserver.url, "certificate-authority-data": base64.b64encode(ca).decode()},
+            {"token": apiserver.token},
+        ),
     )
     async with RESTClient(load_kubeconfig(str(path))) as c:
         assert (await c.get("namespaces", "default"))["metadata"]["name"] == "default"

@@ -51,7 +51,9 @@ async def test_handlers_see_adds_updates_deletes_in_order(client, ns):
         ("update", "after", {}, {"k": "v"}),
         ("delete", "before"),
     ]
-    await eventually(lambda: [e for e in log if e[0] == "async-add"] == [("async-add", "before"), ("async-add", "after")])
+    await eventually(
+        lambda: [e for e in log if e[0] == "async-add"] == [("async-add", "before"), ("async-add", "after")]
+    )
     # Items from a list carry their kind, as watch events do.
     assert gi.lister.by_namespace(ns).get("after")["kind"] == "ConfigMap"
     await factory.shutdown()
