@@ -240,8 +240,8 @@ class RESTClient:
 
     # -- the wire ---------------------------------------------------------------------------------------
 
-    def _headers(self, content_type: str | None) -> CIMultiDict[str]:
-        headers: CIMultiDict[str] = CIMultiDict({"Accept": "application/json", "User-Agent": self.user_agent})
+    def _headers(self, content_type: str | None, accept: str = "application/json") -> CIMultiDict[str]:
+        headers: CIMultiDict[str] = CIMultiDict({"Accept": accept, "User-Agent": self.user_agent})
         headers.update(self.config.auth_headers())
         for k, v in self.config.impersonation_groups():
             headers.add(k, v)
@@ -258,6 +258,7 @@ class RESTClient:
         content_type: str | None,
         *,
         streaming: bool = False,
+        accept: str = "application/json",
     ) -> aiohttp.ClientResponse:
         """Send with rate limiting and retries; returns a 2xx response or raises the typed error."""
         attempt = 0
@@ -267,7 +268,7 @@ class RESTClient:
             try:
                 resp = await self.session.request(
                     method, self.config.server + path, params=params, data=body,
-                    headers=self._headers(content_type), timeout=timeout,
+                    headers=self._headers(content_type, accept), timeout=timeout,
                 )  # fmt: skip
             except (aiohttp.ClientConnectorError, ConnectionRefusedError) as err:
                 # The server never saw this request: safe to send again whatever the verb.
@@ -307,12 +308,14 @@ class RESTClient:
         params: Mapping[str, Any] | None = None,
         body: Any = None,
         content_type: str = "application/json",
+        accept: str = "application/json",
     ) -> Any:
         """One call on any path; returns the decoded JSON answer (or text when it is not JSON)."""
         data: bytes | None = None
         if body is not None:
             data = body if isinstance(body, bytes) else orjson.dumps(body)
-        resp = await self._send(method, path, _params(params), data, content_type if data is not None else None)
+        ctype = content_type if data is not None else None
+        resp = await self._send(method, path, _params(params), data, ctype, accept=accept)
         try:
             raw = await resp.read()
         except (TimeoutError, aiohttp.ClientError) as err:
