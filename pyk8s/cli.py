@@ -1,4 +1,5 @@
-"""The `pyk8s` command: `up` (a whole cluster), `apiserver`, and `version`. Flags follow upstream's names."""
+"""The `pyk8s` command: `up` (a whole cluster), `apiserver`, `controller-manager`, `apply`/`delete` of manifests, and
+`version`. Flags follow upstream's names."""
 
 from __future__ import annotations
 
@@ -147,6 +148,28 @@ def apiserver(data_dir: Path | None, verbosity: int, **kw: object) -> None:
         raise click.ClickException(str(e)) from None
 
 
+async def _start_component(name: str, kubeconfig: Path, verbosity: int) -> asyncio.subprocess.Process:
+    """`pyk8s <name> --kubeconfig ...` as a child process sharing our terminal's stderr for its logs."""
+    import sys
+
+    return await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "pyk8s", name, "--kubeconfig", str(kubeconfig), "--v", str(verbosity),
+        stdin=asyncio.subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+
+
+async def _stop_components(procs: list[asyncio.subprocess.Process]) -> None:
+    for p in procs:
+        if p.returncode is None:
+            p.terminate()
+    for p in procs:
+        try:
+            await asyncio.wait_for(p.wait(), 15)
+        except TimeoutError:
+            p.kill()
+            await p.wait()
+
+
 @main.command()
 @click.option(
     "--data-dir", type=click.Path(path_type=Path), default=None, help="State directory (default: ~/.local/share/pyk8s)."
@@ -171,7 +194,10 @@ def up(data_dir: Path | None, verbosity: int, **kw: object) -> None:
             loop.add_signal_handler(sig, stop.set)
         with console.status("starting the API server (storage, PKI, watch caches)..."):
             await server.start()
+        # The other components are clients of the API server, each in its own process as upstream's.
+        components = [await _start_component("controller-manager", server.kubeconfig_path, verbosity)]
         console.print(f"[green]pyk8s is up[/]: API server at {server.url} (data in {server.options.data_dir})")
+        console.print("controller manager: garbage collector, namespace controller")
         console.print("Use it with:")
         print(f"export KUBECONFIG={server.kubeconfig_path}", flush=True)
         print("kubectl get namespaces", flush=True)
@@ -180,6 +206,7 @@ def up(data_dir: Path | None, verbosity: int, **kw: object) -> None:
             await stop.wait()
         finally:
             with console.status("stopping..."):
+                await _stop_components(components)
                 await server.stop()
             console.print("stopped.")
 
@@ -187,6 +214,198 @@ def up(data_dir: Path | None, verbosity: int, **kw: object) -> None:
         _run(go)
     except (StorageError, OSError, ValueError) as e:
         raise click.ClickException(str(e)) from None
+
+
+@main.command("controller-manager")
+@click.option("--kubeconfig", default=None, help="Path to the kubeconfig file (default: KUBECONFIG, in-cluster).")
+@click.option(
+    "--controllers", default="*", show_default=True,
+    help="Controllers to run: * for all, a name to enable, -name to disable (comma-separated).",
+)  # fmt: skip
+@click.option(
+    "--leader-elect/--no-leader-elect", default=True, show_default=True, help="Run only while holding the lease."
+)
+@click.option("--concurrent-gc-syncs", default=20, show_default=True, help="Garbage collector workers.")
+@click.option("--concurrent-namespace-syncs", default=10, show_default=True, help="Namespace controller workers.")
+@click.option("--kube-api-qps", default=20.0, show_default=True, help="Requests per second to the API server.")
+@click.option("--kube-api-burst", default=30, show_default=True, help="Burst of requests to the API server.")
+@click.option("-v", "--v", "verbosity", default=0, help="Log verbosity (0-4).")
+def controller_manager(
+    kubeconfig: str | None, controllers: str, leader_elect: bool, concurrent_gc_syncs: int,
+    concurrent_namespace_syncs: int, kube_api_qps: float, kube_api_burst: int, verbosity: int,
+) -> None:  # fmt: skip
+    """Run the controllers (kube-controller-manager): garbage collector, namespace controller."""
+    from .client.kubeconfig import ConfigError, load_config
+    from .client.rest import RESTClient
+    from .controllers.manager import ControllerManager, enabled_controllers
+
+    _logging(verbosity)
+    try:
+        config = load_config(kubeconfig).with_options(qps=kube_api_qps, burst=kube_api_burst)
+        names = [c for c in controllers.split(",") if c.strip()]
+        enabled_controllers(names)
+    except (ConfigError, ValueError) as e:
+        raise click.ClickException(str(e)) from None
+    options = {"concurrent_gc_syncs": concurrent_gc_syncs, "concurrent_namespace_syncs": concurrent_namespace_syncs}
+
+    async def go() -> None:
+        loop = asyncio.get_running_loop()
+        async with RESTClient(config) as client:
+            manager = asyncio.create_task(
+                ControllerManager(client, names, leader_elect=leader_elect, options=options).run()
+            )
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, manager.cancel)
+            try:
+                await manager
+            except asyncio.CancelledError:
+                pass
+
+    _run(go)
+
+
+# -- apply and delete from manifests (kubectl's client-side apply; the work is in pyk8s.client.apply) ----------
+
+PROGRESS_THRESHOLD = 20  # objects; above this a terminal gets a progress bar instead of one line per object
+
+_manifest_options = [
+    click.option(
+        "-f", "--filename", "filenames", multiple=True, required=True,
+        help="A manifest file, directory, URL, or - for stdin (repeatable).",
+    ),
+    click.option("-R", "--recursive", is_flag=True, help="Descend into subdirectories of the -f directories."),
+    click.option("-n", "--namespace", default=None, help="Namespace for objects that name none; others must match."),
+    click.option("--kubeconfig", default=None, help="Path to the kubeconfig file."),
+    click.option("--context", default=None, help="The kubeconfig context to use."),
+    click.option(
+        "--dry-run", type=click.Choice(["none", "client", "server"]), default="none", show_default=True,
+        help="client: send nothing; server: the server runs every step but stores nothing.",
+    ),
+]  # fmt: skip
+
+
+def _with_manifest_options(f: object) -> object:
+    for opt in reversed(_manifest_options):
+        f = opt(f)  # type: ignore[operator]
+    return f
+
+
+def _run_manifests(verb: str, kw: dict[str, object], run: object, validate: bool = True) -> int:
+    """Build Infos from the -f arguments, hand them to `run(client, infos, report)`, print as kubectl does
+    (lines, or a progress bar for many objects on a terminal), then the errors; the exit code."""
+    import sys
+
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from .api.errors import StatusError
+    from .client.apply import Outcome
+    from .client.discovery import RESTMapper
+    from .client.kubeconfig import ConfigError, load_config
+    from .client.resource_builder import ResourceBuilder
+    from .client.rest import RESTClient
+
+    filenames = [str(f) for f in kw["filenames"]]  # type: ignore[attr-defined]
+    namespace = kw.get("namespace") or None
+    try:
+        config = load_config(kw.get("kubeconfig") or None, context=kw.get("context") or None)  # type: ignore[arg-type]
+    except ConfigError as e:
+        click.echo(f"error: {e}", err=True)
+        return 1
+    # Objects go one at a time; client-go's 5 requests/s would make a bulk apply crawl (kubectl allows its
+    # discovery 50/s, and that is what every request here gets).
+    config = config.with_options(qps=50.0, burst=100, **({"namespace": namespace} if namespace else {}))
+    stdin = click.get_binary_stream("stdin").read() if "-" in filenames else None
+    failures: list[Exception] = []
+
+    def show_error(err: Exception) -> None:
+        if isinstance(err, StatusError):
+            reason = f" ({err.reason})" if err.reason else ""
+            click.echo(f"Error from server{reason}: {err.message}", err=True)
+        else:
+            click.echo(f"error: {err}", err=True)
+
+    async def go() -> None:
+        async with RESTClient(config) as client:
+            builder = ResourceBuilder(
+                RESTMapper(client),
+                namespace=config.namespace,
+                enforce_namespace=bool(namespace),
+                stdin=stdin,
+                validate=validate,
+            ).filename_param(filenames, bool(kw.get("recursive")))
+            result = await builder.do()
+            failures.extend(result.errors)
+            if not result.infos and not result.errors:
+                failures.append(RuntimeError(f"no objects passed to {verb}"))
+            if not result.infos:
+                return
+            bar = len(result.infos) > PROGRESS_THRESHOLD and sys.stdout.isatty()
+            counts: dict[str, int] = {}
+            progress = Progress(console=Console(), transient=False) if bar else None
+            task = progress.add_task(verb, total=len(result.infos)) if progress else None
+
+            def report(outcome: Outcome) -> None:
+                for w in outcome.warnings:
+                    click.echo(f"Warning: {w}", err=True)
+                if outcome.error is not None:
+                    failures.append(outcome.error)
+                elif outcome.operation:
+                    counts[outcome.operation] = counts.get(outcome.operation, 0) + 1
+                    if progress is None:
+                        click.echo(outcome.line())
+                    elif outcome.operation != "unchanged":
+                        progress.console.print(outcome.line(), highlight=False, markup=False)
+                if progress is not None and task is not None:
+                    progress.advance(task)
+
+            if progress is not None:
+                with progress:
+                    await run(client, result.infos, report)  # type: ignore[operator]
+                click.echo(", ".join(f"{n} {op}" for op, n in counts.items()) or "nothing done")
+            else:
+                await run(client, result.infos, report)  # type: ignore[operator]
+
+    _run(go)
+    for err in failures:
+        show_error(err)
+    return 1 if failures else 0
+
+
+@main.command()
+@_with_manifest_options  # type: ignore[misc]
+@click.option("--field-manager", default="kubectl-client-side-apply", show_default=True, help="Name of the manager.")
+@click.option(
+    "--validate", type=click.Choice(["strict", "warn", "ignore", "true", "false"]), default="strict",
+    show_default=True,
+    help="Server fieldValidation; ignore/false also skip the check that each document has a kind and apiVersion.",
+)  # fmt: skip
+def apply(field_manager: str, validate: str, **kw: object) -> None:
+    """Apply manifests client-side, as kubectl apply: create what is missing, patch what changed."""
+    from .client.apply import ApplyOptions, apply_all
+
+    validation = {"strict": "Strict", "true": "Strict", "warn": "Warn", "ignore": "Ignore", "false": "Ignore"}
+    opts = ApplyOptions(dry_run=kw["dry_run"], field_manager=field_manager, field_validation=validation[validate])  # type: ignore[arg-type]
+    check = validate not in ("ignore", "false")
+    raise SystemExit(_run_manifests("apply", kw, lambda c, infos, report: apply_all(c, infos, opts, report), check))
+
+
+@main.command()
+@_with_manifest_options  # type: ignore[misc]
+@click.option("--ignore-not-found", is_flag=True, help="Objects that do not exist are not an error.")
+@click.option(
+    "--cascade", type=click.Choice(["background", "foreground", "orphan"]), default="background",
+    show_default=True, help="How dependents are deleted (propagationPolicy).",
+)  # fmt: skip
+@click.option("--grace-period", type=int, default=None, help="Seconds given to the object to terminate.")
+def delete(ignore_not_found: bool, cascade: str, grace_period: int | None, **kw: object) -> None:
+    """Delete the objects named in manifests, as kubectl delete -f."""
+    from .client.apply import DeleteOptions, delete_all
+
+    opts = DeleteOptions(cascade, ignore_not_found, grace_period, kw["dry_run"])  # type: ignore[arg-type]
+    # kubectl delete reads manifests without its schema check: only what cannot be mapped is an error.
+    run = _run_manifests("delete", kw, lambda c, infos, report: delete_all(c, infos, opts, report), validate=False)
+    raise SystemExit(run)
 
 
 if __name__ == "__main__":

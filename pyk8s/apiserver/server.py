@@ -139,12 +139,17 @@ class APIServer:
             await self.stop()
 
     async def stop(self) -> None:
+        # Stop accepting, then end every watch (its stream closes, as kube-apiserver's do at shutdown), then
+        # let the requests in flight finish: open watches would otherwise hold the shutdown for a minute.
         for runner in self._runners:
-            await runner.cleanup()
-        self._runners.clear()
+            for site in list(runner.sites):
+                await site.stop()
         for c in self.cachers:
             await c.stop()
         self.cachers.clear()
+        for runner in self._runners:
+            await runner.cleanup()
+        self._runners.clear()
         if self.store is not None:
             await self.store.close()
             self.store = None
@@ -243,7 +248,7 @@ class APIServer:
             self.insecure_port = await self._listen(app, opts.insecure_bind_address, opts.insecure_port, None)
 
     async def _listen(self, app: web.Application, host: str, port: int, ssl_ctx: ssl.SSLContext | None) -> int:
-        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=10)
         await runner.setup()
         self._runners.append(runner)
         site = web.TCPSite(runner, host, port, ssl_context=ssl_ctx, backlog=4096, reuse_address=True)

@@ -43,6 +43,14 @@ def test_up_serves_stops_on_ctrl_c_and_keeps_state(tmp_path):
         subprocess.run(
             [kubectl_binary(), "apply", "-f", "-"], input=cm, text=True, env=env, check=True, capture_output=True
         )
+        # The controller manager came up too: deleting a namespace completes (its content removed, then it).
+        doomed = "apiVersion: v1\nkind: Namespace\nmetadata: {name: doomed}\n---\n" + cm.replace("default", "doomed")
+        subprocess.run(
+            [kubectl_binary(), "apply", "-f", "-"], input=doomed, text=True, env=env, check=True, capture_output=True
+        )
+        out = kubectl(home, kubeconfig, "delete", "namespace", "doomed", "--timeout=50s")
+        assert out.returncode == 0, out.stderr
+        assert kubectl(home, kubeconfig, "get", "namespace", "doomed").returncode == 1
     finally:
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=30)

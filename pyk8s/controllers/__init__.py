@@ -1,0 +1,1 @@
+"""Controllers (upstream: pkg/controller) and the controller manager that runs them."""

@@ -1,0 +1,287 @@
+"""The garbage collector: deletes objects whose owners are gone, and carries out foreground and orphan
+deletion (upstream: pkg/controller/garbagecollector/garbagecollector.go).
+
+For an object queued by the graph builder it reads the object fresh from the API server and sorts its
+owner references (upstream's classifyReferences): *dangling* (the owner does not exist, or has another
+uid), *waiting* (the owner is being deleted in the foreground) and *solid* (anything else). Then:
+- solid owners left: only the dangling and waiting references are removed from the object;
+- none solid: the object is deleted - in the foreground if it has dependents of its own and an owner is
+  waiting, else with the policy its finalizers ask for (background by default);
+- an object deleting in the foreground loses its `foregroundDeletion` finalizer once no dependent that
+  blocks owner deletion is left, and the API server then removes it;
+- an owner deleting with the `orphan` finalizer first has its reference removed from every dependent, then
+  loses the finalizer.
+Every decision about an owner's existence is made against the API server (owners found absent are
+remembered, as upstream's absentOwnerCache), never against a possibly stale cache alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import OrderedDict
+from typing import Any
+
+from ...api import errors
+from ...api.resources import TABLE, Resource
+from ...client.cache import SharedInformerFactory
+from ...client.rest import RESTClient
+from ...client.workqueue import RateLimitingQueue, ShutDown
+from .graph import FINALIZER_FOREGROUND, FINALIZER_ORPHAN, GraphBuilder, Node, ObjectReference
+
+log = logging.getLogger(__name__)
+
+ABSENT_OWNER_CACHE_SIZE = 500
+
+
+def deletable_resources() -> list[Resource]:
+    """Every stored resource that can be listed, watched and deleted: what the collector monitors."""
+    return [
+        r for r in TABLE.resources if TABLE.storage_resource(r) is r and {"list", "watch", "delete"} <= set(r.verbs)
+    ]
+
+
+class GarbageCollector:
+    def __init__(
+        self,
+        client: RESTClient,
+        factory: SharedInformerFactory,
+        *,
+        workers: int = 20,
+        resources: list[Resource] | None = None,
+    ) -> None:
+        self.client = client
+        self.workers = workers
+        self.graph = GraphBuilder(factory, resources if resources is not None else deletable_resources())
+        self._absent: OrderedDict[str, None] = OrderedDict()
+
+    async def run(self) -> None:
+        """Wait for the informers' first lists, then work both queues until cancelled."""
+        await asyncio.gather(*(i.wait_for_sync() for i in self.graph.informers))
+        log.info("garbage collector: caches synced, %d objects in the graph", len(self.graph.nodes))
+        tasks = [
+            asyncio.create_task(self._worker(self.graph.attempt_to_delete, self.attempt_to_delete))
+            for _ in range(self.workers)
+        ]
+        tasks += [
+            asyncio.create_task(self._worker(self.graph.attempt_to_orphan, self.attempt_to_orphan))
+            for _ in range(max(1, self.workers // 4))
+        ]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            self.graph.shut_down()
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _worker(self, queue: RateLimitingQueue[str], process: Any) -> None:
+        while True:
+            try:
+                uid = await queue.get()
+            except ShutDown:
+                return
+            try:
+                requeue = await process(uid)
+            except (errors.StatusError, ConnectionError) as err:
+                log.info("garbage collector: %s: %s; will retry", uid, err)
+                requeue = True
+            except Exception:
+                log.exception("garbage collector: processing %s failed", uid)
+                requeue = True
+            if requeue:
+                queue.add_rate_limited(uid)
+            else:
+                queue.forget(uid)
+            queue.done(uid)
+
+    # -- looking things up --------------------------------------------------------------------------------
+
+    @staticmethod
+    def _resource_of(ref: ObjectReference) -> Resource | None:
+        return TABLE.for_api_version(ref.api_version, ref.kind)
+
+    async def _get_live(self, ref: ObjectReference) -> dict[str, Any] | None:
+        """The object now, or None when it is absent or its uid differs (a new object under an old name)."""
+        r = self._resource_of(ref)
+        if r is None:
+            raise LookupError(f"cannot map {ref.kind}.{ref.api_version} to a resource")
+        try:
+            obj = await self.client.get(r, ref.name, ref.namespace if r.namespaced else None)
+        except errors.NotFound:
+            return None
+        if (obj.get("metadata") or {}).get("uid") != ref.uid:
+            return None
+        return obj
+
+    async def _owner(self, item: Node, ref: dict[str, Any]) -> dict[str, Any] | None:
+        """The live owner a reference names, or None when it is dangling."""
+        uid = ref["uid"]
+        if uid in self._absent:
+            return None
+        owner_ref = ObjectReference(
+            ref.get("apiVersion", ""), ref.get("kind", ""), item.identity.namespace, ref.get("name", ""), uid
+        )
+        r = self._resource_of(owner_ref)
+        if r is None:
+            raise LookupError(f"cannot map owner {owner_ref.kind}.{owner_ref.api_version} of {item.identity}")
+        if r.namespaced and not item.identity.namespace:
+            # A cluster-scoped object cannot be owned by a namespaced one: such a reference never resolves.
+            return None
+        owner = await self._get_live(owner_ref)
+        if owner is None:
+            self._absent[uid] = None
+            if len(self._absent) > ABSENT_OWNER_CACHE_SIZE:
+                self._absent.popitem(last=False)
+        return owner
+
+    # -- attempt to delete --------------------------------------------------------------------------------
+
+    async def attempt_to_delete(self, uid: str) -> bool:
+        """Process one queued object; True means: try again later."""
+        node = self.graph.nodes.get(uid)
+        if node is None:
+            return False
+        if node.virtual:
+            return await self._check_virtual(node)
+        try:
+            latest = await self._get_live(node.identity)
+        except LookupError as err:
+            log.info("garbage collector: %s", err)
+            return False
+        if latest is None:
+            # Gone already; the informer will tell the graph, but its dependents need not wait for that.
+            self.graph.remove_node(node)
+            return False
+        md = latest["metadata"]
+        finalizers = md.get("finalizers") or []
+        if md.get("deletionTimestamp"):
+            if FINALIZER_FOREGROUND in finalizers:
+                return await self._process_deleting_dependents(node, latest)
+            return False
+        refs = [r for r in md.get("ownerReferences") or [] if isinstance(r, dict) and r.get("uid")]
+        if not refs:
+            return False
+        solid, dangling, waiting = [], [], []
+        for ref in refs:
+            try:
+                owner = await self._owner(node, ref)
+            except LookupError as err:
+                log.info("garbage collector: %s", err)
+                solid.append(ref)  # an owner we cannot look up is never assumed gone
+                continue
+            if owner is None:
+                dangling.append(ref)
+            elif owner["metadata"].get("deletionTimestamp") and FINALIZER_FOREGROUND in (
+                owner["metadata"].get("finalizers") or []
+            ):
+                waiting.append(ref)
+            else:
+                solid.append(ref)
+        if solid:
+            if dangling or waiting:
+                await self._remove_owner_references(node, {r["uid"] for r in dangling + waiting})
+            return False
+        if waiting and node.dependents:
+            # Our owner waits for us, and we have dependents of our own: delete ourselves in the foreground
+            # so the wait covers the whole subtree.
+            await self._delete(node, "Foreground")
+            return False
+        policy = "Background"
+        if FINALIZER_ORPHAN in finalizers:
+            policy = "Orphan"
+        elif FINALIZER_FOREGROUND in finalizers:
+            policy = "Foreground"
+        await self._delete(node, policy)
+        return False
+
+    async def _check_virtual(self, node: Node) -> bool:
+        """An owner only heard of: if the API server has no such object, its dependents are orphans."""
+        try:
+            live = await self._get_live(node.identity)
+        except LookupError as err:
+            log.info("garbage collector: %s", err)
+            return False
+        if live is not None:
+            return False  # it exists; its informer will make it a real node
+        self._absent[node.uid] = None
+        self.graph.remove_node(node)
+        self.graph.nodes.pop(node.uid, None)
+        return False
+
+    async def _process_deleting_dependents(self, node: Node, latest: dict[str, Any]) -> bool:
+        blocking = self.graph.blocking_dependents(node)
+        if not blocking:
+            await self._remove_finalizer(node, FINALIZER_FOREGROUND)
+            return False
+        for dep in blocking:
+            if not dep.deleting_dependents:
+                self.graph.attempt_to_delete.add(dep.uid)
+        return False  # each dependent's removal re-queues us
+
+    async def _delete(self, node: Node, policy: str) -> None:
+        r = self._resource_of(node.identity)
+        if r is None:
+            return
+        log.info("garbage collector: deleting %s (propagation %s)", node.identity, policy)
+        try:
+            await self.client.delete(
+                r, node.identity.name, node.identity.namespace or None, propagation_policy=policy,
+                preconditions={"uid": node.uid},
+            )  # fmt: skip
+        except errors.NotFound:
+            pass
+        except errors.Conflict:
+            # The uid precondition failed: a new object took the name; ours is gone.
+            pass
+
+    async def _remove_owner_references(self, node: Node, uids: set[str]) -> None:
+        r = self._resource_of(node.identity)
+        if r is None:
+            return
+        # A strategic merge patch deleting by the merge key (uid), and the object's uid as a precondition.
+        patch = {
+            "metadata": {"ownerReferences": [{"$patch": "delete", "uid": u} for u in sorted(uids)], "uid": node.uid}
+        }
+        try:
+            await self.client.patch(r, node.identity.name, patch, node.identity.namespace or None)
+        except (errors.NotFound, errors.Conflict):
+            pass
+
+    async def _remove_finalizer(self, node: Node, finalizer: str) -> None:
+        """Read-modify-write with the resourceVersion as precondition; a conflict re-reads."""
+        r = self._resource_of(node.identity)
+        if r is None:
+            return
+        ns = node.identity.namespace or None
+        for _ in range(5):
+            try:
+                obj = await self.client.get(r, node.identity.name, ns)
+            except errors.NotFound:
+                return
+            md = obj["metadata"]
+            if md.get("uid") != node.uid or finalizer not in (md.get("finalizers") or []):
+                return
+            md["finalizers"] = [f for f in md["finalizers"] if f != finalizer]
+            try:
+                await self.client.update(r, obj, ns)
+                return
+            except errors.Conflict:
+                continue
+            except errors.NotFound:
+                return
+        raise errors.Conflict(409, "Conflict", f"removing finalizer {finalizer} from {node.identity}: kept conflicting")
+
+    # -- attempt to orphan --------------------------------------------------------------------------------
+
+    async def attempt_to_orphan(self, uid: str) -> bool:
+        node = self.graph.nodes.get(uid)
+        if node is None or node.virtual:
+            return False
+        for dep_uid in list(node.dependents):
+            dep = self.graph.nodes.get(dep_uid)
+            if dep is None or dep.virtual:
+                continue
+            await self._remove_owner_references(dep, {uid})
+        await self._remove_finalizer(node, FINALIZER_ORPHAN)
+        return False

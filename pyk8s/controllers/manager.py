@@ -1,0 +1,118 @@
+"""The controller manager: runs the chosen controllers over one shared informer factory, optionally behind
+leader election (upstream: cmd/kube-controller-manager, NewControllerInitializers).
+
+Controllers are named as upstream names them for `--controllers` (`garbage-collector-controller`, with the
+short alias `garbagecollector`, …); `*` means every controller on by default and `-name` turns one off.
+Each controller is an object with `async run()` built from the shared REST client and informer factory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from ..client.cache import SharedInformerFactory
+from ..client.cache.shared_informer import drop_managed_fields
+from ..client.rest import RESTClient
+from .garbagecollector import GarbageCollector
+from .namespace import NamespaceController
+
+log = logging.getLogger(__name__)
+
+Initializer = Callable[[RESTClient, SharedInformerFactory, dict[str, Any]], Any]
+
+
+def new_controller_initializers() -> dict[str, Initializer]:
+    """Every controller this manager can run, by its upstream name."""
+    return {
+        "garbage-collector-controller": lambda c, f, o: GarbageCollector(
+            c, f, workers=o.get("concurrent_gc_syncs", 20)
+        ),
+        "namespace-controller": lambda c, f, o: NamespaceController(
+            c, f, workers=o.get("concurrent_namespace_syncs", 10)
+        ),
+    }
+
+
+ALIASES = {"garbagecollector": "garbage-collector-controller", "namespace": "namespace-controller"}
+
+
+def enabled_controllers(spec: list[str]) -> list[str]:
+    """Resolve a `--controllers` list (`*`, names, aliases, `-name`) to controller names."""
+    known = new_controller_initializers()
+    chosen: list[str] = []
+    star = False
+    disabled: set[str] = set()
+    for raw in spec:
+        item = raw.strip()
+        if not item:
+            continue
+        if item == "*":
+            star = True
+            continue
+        negate = item.startswith("-")
+        name = ALIASES.get(item.lstrip("-"), item.lstrip("-"))
+        if name not in known:
+            raise ValueError(f'"{item.lstrip("-")}" is not in the list of known controllers')
+        if negate:
+            disabled.add(name)
+        elif name not in chosen:
+            chosen.append(name)
+    if star:
+        chosen += [n for n in known if n not in chosen]
+    return [n for n in chosen if n not in disabled]
+
+
+class ControllerManager:
+    def __init__(
+        self,
+        client: RESTClient,
+        controllers: list[str] | None = None,
+        *,
+        leader_elect: bool = False,
+        options: dict[str, Any] | None = None,
+    ) -> None:
+        self.client = client
+        self.names = enabled_controllers(controllers or ["*"])
+        self.leader_elect = leader_elect
+        self.options = options or {}
+        self.controllers: dict[str, Any] = {}
+        self.identity = f"{socket.gethostname()}_{uuid.uuid4()}"
+
+    async def run(self) -> None:
+        """Run until cancelled (or, with leader election, until leadership is lost)."""
+        if not self.leader_elect:
+            await self._run_controllers()
+            return
+        from ..client.leaderelection import LeaderElectionConfig, LeaderElector, LeaseLock
+
+        lock = LeaseLock(self.client, "kube-system", "kube-controller-manager", self.identity)
+        lost = asyncio.Event()
+
+        async def lead() -> None:
+            await self._run_controllers()
+
+        config = LeaderElectionConfig(
+            lock=lock, on_started_leading=lead, on_stopped_leading=lost.set, release_on_cancel=True
+        )
+        await LeaderElector(config).run()
+
+    async def _run_controllers(self) -> None:
+        factory = SharedInformerFactory(self.client, transform=drop_managed_fields)
+        init = new_controller_initializers()
+        for name in self.names:
+            self.controllers[name] = init[name](self.client, factory, self.options)
+            log.info("controller-manager: started %s", name)
+        factory.start()
+        tasks = [asyncio.create_task(c.run(), name=n) for n, c in self.controllers.items()]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await factory.shutdown()
