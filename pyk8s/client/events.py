@@ -1,14 +1,10 @@
-"""Recording Events about objects, the way client-go's tools/events (events.k8s.io/v1) and tools/record
-(core/v1) do.
+"""The EventBroadcaster: the queue Events wait in and the task that writes them, as client-go's tools/events
+(events.k8s.io/v1) and tools/record (core/v1) broadcasters do.
 
 A component owns one `EventBroadcaster` (upstream: events.eventBroadcasterImpl and record.eventBroadcasterImpl,
-joined the way upstream's EventBroadcasterAdapter joins them) and hands out recorders:
-
-- `EventRecorder` (upstream events.recorderImpl), from `new_recorder(reporting_controller,
-  reporting_instance)`: `eventf(regarding, related, type, reason, action, note, *args)` writes
-  events.k8s.io/v1 Events.
-- `CoreEventRecorder` (upstream record.recorderImpl), from `new_core_recorder(component, host)`:
-  `event(obj, type, reason, message)` / `eventf(...)` write core/v1 Events.
+joined the way upstream's EventBroadcasterAdapter joins them) and hands out recorders (`event_recorder`):
+`new_recorder(reporting_controller, reporting_instance)` gives an `EventRecorder` writing events.k8s.io/v1
+Events, `new_core_recorder(component, host)` a `CoreEventRecorder` writing core/v1 Events.
 
 Recording never blocks and never raises into the caller: a recorder builds the Event and puts it on the
 broadcaster's bounded queue (upstream maxQueuedEvents, 1000); when the queue is full the event is dropped
@@ -29,35 +25,43 @@ How repeats are folded, as upstream:
   has had no repeat for `finish_time` and forgets it (a singleton is forgotten once that old), so the next
   isomorphic event starts a new Event. Unlike upstream, `shutdown()` also writes every series' current
   count, so a clean exit leaves correct counts behind.
-- core/v1 (upstream events_cache.go, the EventCorrelator), applied in this order to each event:
-  the aggregator (`EventAggregator`) groups events by source, involved object, type, reason and reporting
-  fields; once 10 different messages were seen in the group within 10 minutes, the event is replaced by
-  one whose message is "(combined from similar events): <message>"; the logger (`EventLogger`, upstream
-  eventLogger) turns an event seen before (same source, object, type, reason, message) into a PATCH of the
-  existing Event's count, lastTimestamp and message; the spam filter (`EventSourceObjectSpamFilter`)
-  allows each source+object a burst of 25 events, refilled at one per 5 minutes, and drops the rest. The
-  logger counts an event before the filter can drop it, as upstream, so a later accepted repeat carries the
-  full count.
+- core/v1: each event passes the broadcaster's `EventCorrelator` (`event_correlator`: aggregator, logger,
+  spam filter, as upstream events_cache.go) and is then created, PATCHed onto the Event it repeats, or
+  skipped.
 
-Names are `<object name>.<hex nanoseconds>` as upstream, made strictly increasing within the process so
-two events in one nanosecond still get distinct names. The namespace is the object's, or "default".
+The recorders and the correlator pieces are re-exported here (`__all__`), so `pyk8s.client.events` stays the
+one place to import the events API from.
 """
 
 from __future__ import annotations
 
 import asyncio
 import copy
-import datetime as dt
 import logging
 import random
 import socket
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from ..api import errors
+from .event_correlator import (
+    EventAggregator,
+    EventCorrelateResult,
+    EventCorrelator,
+    EventLogger,
+    EventSourceObjectSpamFilter,
+)
+from .event_recorder import (
+    _V1,
+    NOTE_LENGTH_LIMIT,
+    CoreEventRecorder,
+    EventRecorder,
+    Object,
+    _ref_key,
+    object_reference,
+)
 from .rest import RESTClient
 
 log = logging.getLogger(__name__)
@@ -76,531 +80,20 @@ __all__ = [
     "object_reference",
 ]
 
-Object = dict[str, Any]
-
 MAX_QUEUED_EVENTS = 1000  # upstream maxQueuedEvents
 MAX_TRIES_PER_EVENT = 12  # upstream maxTriesPerEvent
 DEFAULT_SLEEP_DURATION = 10.0  # upstream defaultSleepDuration
 FINISH_TIME = 6 * 60.0  # upstream finishTime
 REFRESH_TIME = 30 * 60.0  # upstream refreshTime
-NOTE_LENGTH_LIMIT = 1024  # upstream validation.NoteLengthLimit, in bytes
-EVENT_TYPES = ("Normal", "Warning")
-
-# upstream events_cache.go defaults
-MAX_LRU_CACHE_ENTRIES = 4096
-DEFAULT_AGGREGATE_MAX_EVENTS = 10
-DEFAULT_AGGREGATE_INTERVAL = 600.0
-DEFAULT_SPAM_BURST = 25
-DEFAULT_SPAM_QPS = 1.0 / 300.0
-AGGREGATE_MESSAGE_PREFIX = "(combined from similar events): "
 
 _EVENTS_V1 = "events.events.k8s.io"
 _EVENTS_CORE = "events"
-_REFERENCE_FIELDS = ("apiVersion", "kind", "namespace", "name", "uid", "resourceVersion", "fieldPath")
 # How often a run of dropped events is reported, so a flood of drops does not become a flood of log lines.
 _DROP_LOG_INTERVAL = 10.0
 
 
-# ---------------------------------------------------------------------------------------------- helpers
-
-
-def object_reference(obj: Mapping[str, Any] | None) -> Object | None:
-    """An ObjectReference to `obj` (upstream reference.GetReference): apiVersion, kind, namespace, name,
-    uid and resourceVersion of an object dict; a dict that already is a reference is copied. None when
-    there is nothing to refer to (no kind or no name)."""
-    if not obj:
-        return None
-    meta = obj.get("metadata")
-    if isinstance(meta, Mapping):
-        ref = {
-            "apiVersion": obj.get("apiVersion"),
-            "kind": obj.get("kind"),
-            "namespace": meta.get("namespace"),
-            "name": meta.get("name"),
-            "uid": meta.get("uid"),
-            "resourceVersion": meta.get("resourceVersion"),
-        }
-    else:
-        ref = {k: obj.get(k) for k in _REFERENCE_FIELDS}
-    out = {k: str(v) for k, v in ref.items() if v}
-    if not out.get("kind") or not out.get("name"):
-        return None
-    return out
-
-
-def _ref_key(ref: Mapping[str, Any] | None) -> tuple[str, ...]:
-    ref = ref or {}
-    return tuple(str(ref.get(k) or "") for k in _REFERENCE_FIELDS)
-
-
-_last_nanos = 0
-
-
-def _unique_suffix() -> str:
-    """Upstream's name suffix, hex Unix nanoseconds, but never repeated within this process."""
-    global _last_nanos
-    n = time.time_ns()
-    if n <= _last_nanos:
-        n = _last_nanos + 1
-    _last_nanos = n
-    return f"{n:x}"
-
-
-def _micro(t: dt.datetime) -> str:
-    return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _seconds(t: dt.datetime) -> str:
-    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _format(fmt: str, args: tuple[Any, ...]) -> str:
-    """printf-style formatting of an event message that never raises (Go's Sprintf never panics)."""
-    if not args:
-        return fmt
-    try:
-        return fmt % args
-    except (TypeError, ValueError, KeyError):
-        return " ".join([fmt, *(str(a) for a in args)])
-
-
-def truncate_note(note: str, limit: int = NOTE_LENGTH_LIMIT) -> str:
-    """`note` cut to `limit` bytes of UTF-8 with a " ..." marker, as upstream's truncateMessage does for
-    the API's note length limit; never splits a character."""
-    raw = note.encode()
-    if len(raw) <= limit:
-        return note
-    suffix = " ..."
-    return raw[: limit - len(suffix)].decode(errors="ignore") + suffix
-
-
-K = TypeVar("K", bound=Hashable)
-V = TypeVar("V")
-
-
-class _LRU(Generic[K, V]):
-    """A bounded map that forgets the least recently used key (upstream groupcache lru.Cache)."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._data: OrderedDict[K, V] = OrderedDict()
-
-    def get(self, key: K) -> V | None:
-        value = self._data.get(key)
-        if value is not None:
-            self._data.move_to_end(key)
-        return value
-
-    def add(self, key: K, value: V) -> None:
-        self._data[key] = value
-        self._data.move_to_end(key)
-        if len(self._data) > self.size:
-            self._data.popitem(last=False)
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-
-# ---------------------------------------------------------------------------------------------- recorders
-
-
-class EventRecorder:
-    """Records events.k8s.io/v1 Events for one reporting controller instance (upstream events.recorderImpl)."""
-
-    def __init__(self, broadcaster: EventBroadcaster, reporting_controller: str, reporting_instance: str) -> None:
-        self.broadcaster = broadcaster
-        self.reporting_controller = reporting_controller
-        self.reporting_instance = reporting_instance
-
-    def eventf(
-        self,
-        regarding: Mapping[str, Any] | None,
-        related: Mapping[str, Any] | None,
-        type: str,
-        reason: str,
-        action: str,
-        note: str,
-        *args: Any,
-    ) -> None:
-        """Record that `action` happened to `regarding` (an object dict or an ObjectReference) for `reason`,
-        with `note % args` as the human-readable note. `type` is "Normal" or "Warning". Returns at once;
-        problems are logged, never raised."""
-        try:
-            self._eventf(regarding, related, type, reason, action, note, args)
-        except Exception:
-            log.exception("could not record event %s/%s", reason, action)
-
-    def _eventf(
-        self,
-        regarding: Mapping[str, Any] | None,
-        related: Mapping[str, Any] | None,
-        type_: str,
-        reason: str,
-        action: str,
-        note: str,
-        args: tuple[Any, ...],
-    ) -> None:
-        message = _format(note, args)
-        ref = object_reference(regarding)
-        if ref is None:
-            log.error("could not construct a reference to %r; will not report event %s %s %s", regarding, type_, reason, message)  # fmt: skip
-            return
-        if type_ not in EVENT_TYPES:
-            log.error("unsupported event type %r; will not report event %s %s", type_, reason, message)
-            return
-        now = dt.datetime.now(dt.UTC)
-        event: Object = {
-            "apiVersion": "events.k8s.io/v1",
-            "kind": "Event",
-            "metadata": {"name": f"{ref['name']}.{_unique_suffix()}", "namespace": ref.get("namespace") or "default"},
-            "eventTime": _micro(now),
-            "reportingController": self.reporting_controller,
-            "reportingInstance": self.reporting_instance,
-            "action": action,
-            "reason": reason,
-            "regarding": ref,
-            "note": truncate_note(message),
-            "type": type_,
-        }
-        related_ref = object_reference(related)
-        if related_ref is not None:
-            event["related"] = related_ref
-        self.broadcaster._enqueue(_V1, event)
-
-
-class CoreEventRecorder:
-    """Records core/v1 Events for one event source (upstream record.recorderImpl with its EventSource)."""
-
-    def __init__(self, broadcaster: EventBroadcaster, component: str, host: str = "") -> None:
-        self.broadcaster = broadcaster
-        self.component = component
-        self.host = host
-
-    def event(self, obj: Mapping[str, Any] | None, type: str, reason: str, message: str) -> None:
-        """Record an event about `obj` (an object dict or an ObjectReference). Returns at once; problems
-        are logged, never raised."""
-        self.annotated_eventf(obj, None, type, reason, "%s", message)
-
-    def eventf(self, obj: Mapping[str, Any] | None, type: str, reason: str, message_fmt: str, *args: Any) -> None:
-        self.annotated_eventf(obj, None, type, reason, message_fmt, *args)
-
-    def annotated_eventf(
-        self,
-        obj: Mapping[str, Any] | None,
-        annotations: Mapping[str, str] | None,
-        type: str,
-        reason: str,
-        message_fmt: str,
-        *args: Any,
-    ) -> None:
-        try:
-            self._generate(obj, annotations, type, reason, _format(message_fmt, args))
-        except Exception:
-            log.exception("could not record event %s", reason)
-
-    def _generate(
-        self,
-        obj: Mapping[str, Any] | None,
-        annotations: Mapping[str, str] | None,
-        type_: str,
-        reason: str,
-        message: str,
-    ) -> None:
-        ref = object_reference(obj)
-        if ref is None:
-            log.error("could not construct a reference to %r; will not report event %s %s %s", obj, type_, reason, message)  # fmt: skip
-            return
-        if type_ not in EVENT_TYPES:
-            log.error("unsupported event type %r; will not report event %s %s", type_, reason, message)
-            return
-        stamp = _seconds(dt.datetime.now(dt.UTC))
-        metadata: Object = {"name": f"{ref['name']}.{_unique_suffix()}", "namespace": ref.get("namespace") or "default"}
-        if annotations:
-            metadata["annotations"] = dict(annotations)
-        source: Object = {"component": self.component}
-        if self.host:
-            source["host"] = self.host
-        event: Object = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": metadata,
-            "involvedObject": ref,
-            "reason": reason,
-            "message": message,
-            "firstTimestamp": stamp,
-            "lastTimestamp": stamp,
-            "count": 1,
-            "type": type_,
-            "source": source,
-            "reportingComponent": self.component,
-        }
-        if self.host:
-            event["reportingInstance"] = self.host
-        self.broadcaster._enqueue(_CORE, event)
-
-
-# ---------------------------------------------------------------------------------------------- correlator
-
-
-def _event_key(event: Mapping[str, Any]) -> tuple[str, ...]:
-    """Everything that makes two core events the same occurrence (upstream getEventKey)."""
-    src = event.get("source") or {}
-    inv = event.get("involvedObject") or {}
-    return (
-        src.get("component") or "",
-        src.get("host") or "",
-        inv.get("kind") or "",
-        inv.get("namespace") or "",
-        inv.get("name") or "",
-        inv.get("fieldPath") or "",
-        inv.get("uid") or "",
-        inv.get("apiVersion") or "",
-        event.get("type") or "",
-        event.get("reason") or "",
-        event.get("message") or "",
-    )
-
-
-def _spam_key(event: Mapping[str, Any]) -> tuple[str, ...]:
-    """One source reporting about one object (upstream getSpamKey)."""
-    src = event.get("source") or {}
-    inv = event.get("involvedObject") or {}
-    return (
-        src.get("component") or "",
-        src.get("host") or "",
-        inv.get("kind") or "",
-        inv.get("namespace") or "",
-        inv.get("name") or "",
-        inv.get("uid") or "",
-        inv.get("apiVersion") or "",
-    )
-
-
-def _aggregate_key(event: Mapping[str, Any]) -> tuple[tuple[str, ...], str]:
-    """The group an event is aggregated in, and what tells it apart inside the group (upstream
-    EventAggregatorByReasonFunc: everything but the message, and the message)."""
-    src = event.get("source") or {}
-    inv = event.get("involvedObject") or {}
-    group = (
-        src.get("component") or "",
-        src.get("host") or "",
-        inv.get("kind") or "",
-        inv.get("namespace") or "",
-        inv.get("name") or "",
-        inv.get("uid") or "",
-        inv.get("apiVersion") or "",
-        event.get("type") or "",
-        event.get("reason") or "",
-        event.get("reportingComponent") or "",
-        event.get("reportingInstance") or "",
-    )
-    return group, event.get("message") or ""
-
-
-class _TokenBucket:
-    """A token bucket that starts full (golang.org/x/time/rate, as upstream's flowcontrol uses)."""
-
-    __slots__ = ("burst", "last", "qps", "tokens")
-
-    def __init__(self, qps: float, burst: int, now: float) -> None:
-        self.qps = qps
-        self.burst = burst
-        self.tokens = float(burst)
-        self.last = now
-
-    def try_accept(self, now: float) -> bool:
-        self.tokens = min(float(self.burst), self.tokens + (now - self.last) * self.qps)
-        self.last = now
-        if self.tokens >= 1.0:
-            self.tokens -= 1.0
-            return True
-        return False
-
-
-class EventSourceObjectSpamFilter:
-    """Limits how many events one source may send about one object: `burst` at once, then `qps`."""
-
-    def __init__(
-        self,
-        lru_cache_size: int = MAX_LRU_CACHE_ENTRIES,
-        burst: int = DEFAULT_SPAM_BURST,
-        qps: float = DEFAULT_SPAM_QPS,
-        clock: Callable[[], float] = time.monotonic,
-        spam_key: Callable[[Mapping[str, Any]], Hashable] = _spam_key,
-    ) -> None:
-        self._cache: _LRU[Hashable, _TokenBucket] = _LRU(lru_cache_size)
-        self.burst = burst
-        self.qps = qps
-        self._clock = clock
-        self._spam_key = spam_key
-
-    def filter(self, event: Mapping[str, Any]) -> bool:
-        """True when the event must be skipped."""
-        key = self._spam_key(event)
-        now = self._clock()
-        bucket = self._cache.get(key)
-        if bucket is None:
-            bucket = _TokenBucket(self.qps, self.burst, now)
-        accepted = bucket.try_accept(now)
-        self._cache.add(key, bucket)
-        return not accepted
-
-
-@dataclass
-class _AggregateRecord:
-    local_keys: set[str]
-    last_timestamp: float
-
-
-class EventAggregator:
-    """Folds events that differ only in their message into one "combined" event once there are many."""
-
-    def __init__(
-        self,
-        lru_cache_size: int = MAX_LRU_CACHE_ENTRIES,
-        max_events: int = DEFAULT_AGGREGATE_MAX_EVENTS,
-        max_interval: float = DEFAULT_AGGREGATE_INTERVAL,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._cache: _LRU[tuple[str, ...], _AggregateRecord] = _LRU(lru_cache_size)
-        self.max_events = max_events
-        self.max_interval = max_interval
-        self._clock = clock
-
-    def event_aggregate(self, event: Object) -> tuple[Object, Hashable]:
-        """The event to record (the input, or an aggregate standing for it) and the key the logger
-        should count it under."""
-        now = self._clock()
-        group, local = _aggregate_key(event)
-        record = self._cache.get(group)
-        if record is None or now - record.last_timestamp > self.max_interval:
-            record = _AggregateRecord(set(), now)
-        record.local_keys.add(local)
-        record.last_timestamp = now
-        self._cache.add(group, record)
-        if len(record.local_keys) < self.max_events:
-            return event, _event_key(event)
-        # Keep the set at its bound, so the next different message aggregates again.
-        record.local_keys.pop()
-        stamp = _seconds(dt.datetime.now(dt.UTC))
-        inv = event.get("involvedObject") or {}
-        aggregate: Object = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {
-                "name": f"{inv.get('name', '')}.{_unique_suffix()}",
-                "namespace": (event.get("metadata") or {}).get("namespace", ""),
-            },
-            "count": 1,
-            "firstTimestamp": stamp,
-            "involvedObject": inv,
-            "lastTimestamp": stamp,
-            "message": AGGREGATE_MESSAGE_PREFIX + (event.get("message") or ""),
-            "type": event.get("type", ""),
-            "reason": event.get("reason", ""),
-            "source": event.get("source") or {},
-        }
-        return aggregate, ("aggregate", *group)
-
-
-@dataclass
-class _EventLog:
-    count: int
-    first_timestamp: str
-    name: str
-    resource_version: str
-
-
-class EventLogger:
-    """Counts occurrences of each event, turning a repeat into a patch of the existing Event (upstream
-    eventLogger)."""
-
-    def __init__(self, lru_cache_size: int = MAX_LRU_CACHE_ENTRIES) -> None:
-        self._cache: _LRU[Hashable, _EventLog] = _LRU(lru_cache_size)
-
-    def event_observe(self, event: Object, key: Hashable) -> tuple[Object, Object | None]:
-        """The event to write and, for a repeat, the strategic merge patch to send instead."""
-        event = {**event, "metadata": dict(event.get("metadata") or {})}
-        last = self._cache.get(key)
-        patch: Object | None = None
-        if last is not None and last.count > 0:
-            event["metadata"]["name"] = last.name
-            if last.resource_version:
-                event["metadata"]["resourceVersion"] = last.resource_version
-            event["firstTimestamp"] = last.first_timestamp
-            event["count"] = last.count + 1
-            # What a repeat changes on the stored Event (upstream diffs against a copy with these zeroed).
-            patch = {"count": event["count"], "lastTimestamp": event.get("lastTimestamp")}
-            if event.get("message"):
-                patch["message"] = event["message"]
-        self._cache.add(
-            key,
-            _EventLog(
-                count=int(event.get("count") or 0),
-                first_timestamp=str(event.get("firstTimestamp") or ""),
-                name=event["metadata"].get("name", ""),
-                resource_version=event["metadata"].get("resourceVersion", ""),
-            ),
-        )
-        return event, patch
-
-    def update_state(self, event: Mapping[str, Any]) -> None:
-        """Remember the server's copy (its name, resourceVersion and count) after a write."""
-        meta = event.get("metadata") or {}
-        self._cache.add(
-            _event_key(event),
-            _EventLog(
-                count=int(event.get("count") or 0),
-                first_timestamp=str(event.get("firstTimestamp") or ""),
-                name=meta.get("name", ""),
-                resource_version=meta.get("resourceVersion", ""),
-            ),
-        )
-
-
-@dataclass
-class EventCorrelateResult:
-    """What to do with a core event: write `event` (with `patch`, when it repeats one on the server), or
-    `skip` it."""
-
-    event: Object | None = None
-    patch: Object | None = None
-    skip: bool = False
-
-
-class EventCorrelator:
-    """Filters, aggregates and de-duplicates core/v1 events before they reach the API server (upstream
-    EventCorrelator, with CorrelatorOptions as keyword arguments)."""
-
-    def __init__(
-        self,
-        *,
-        lru_cache_size: int = MAX_LRU_CACHE_ENTRIES,
-        burst: int = DEFAULT_SPAM_BURST,
-        qps: float = DEFAULT_SPAM_QPS,
-        max_events: int = DEFAULT_AGGREGATE_MAX_EVENTS,
-        max_interval: float = DEFAULT_AGGREGATE_INTERVAL,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.spam_filter = EventSourceObjectSpamFilter(lru_cache_size, burst, qps, clock)
-        self.aggregator = EventAggregator(lru_cache_size, max_events, max_interval, clock)
-        self.logger = EventLogger(lru_cache_size)
-
-    def correlate(self, event: Object) -> EventCorrelateResult:
-        aggregated, key = self.aggregator.event_aggregate(event)
-        observed, patch = self.logger.event_observe(aggregated, key)
-        if self.spam_filter.filter(observed):
-            return EventCorrelateResult(skip=True)
-        return EventCorrelateResult(event=observed, patch=patch)
-
-    def update_state(self, event: Mapping[str, Any]) -> None:
-        self.logger.update_state(event)
-
-
 # ---------------------------------------------------------------------------------------------- broadcaster
 
-_V1 = "events.k8s.io"
-_CORE = "core"
 _STOP = object()
 
 

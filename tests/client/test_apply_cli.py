@@ -17,19 +17,17 @@ from click.testing import CliRunner, Result
 
 from pyk8s.api.schema import kind_node
 from pyk8s.cli import main
-from pyk8s.client.apply import (
+from pyk8s.client.apply import apply_all, compute_patch
+from pyk8s.client.discovery import RESTMapper
+from pyk8s.client.last_applied import (
     LAST_APPLIED,
     ApplyError,
-    apply_all,
-    compute_patch,
     get_modified_configuration,
     get_original_configuration,
     go_json,
-    three_way_merge_patch,
-    three_way_strategic_patch,
 )
-from pyk8s.client.discovery import RESTMapper
 from pyk8s.client.resource_builder import ResourceBuilder
+from pyk8s.client.three_way_patch import three_way_merge_patch, three_way_strategic_patch
 
 
 def pyk8s(apiserver, *args: str, input: str | None = None) -> Result:

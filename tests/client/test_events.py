@@ -13,12 +13,9 @@ import uuid
 import pytest
 
 from pyk8s.api.errors import BadRequest
-from pyk8s.client.events import (
-    AGGREGATE_MESSAGE_PREFIX,
-    EventBroadcaster,
-    EventCorrelator,
-    truncate_note,
-)
+from pyk8s.client.event_correlator import AGGREGATE_MESSAGE_PREFIX, EventCorrelator
+from pyk8s.client.event_recorder import truncate_note
+from pyk8s.client.events import EventBroadcaster
 from pyk8s.client.rest import RESTClient
 from pyk8s.testing.etcd import free_port
 
