@@ -63,6 +63,41 @@ def leaves(value: Any, node: Node | None, path: Path = ()) -> dict[Path, Any]:
     return out
 
 
+def fieldset(value: Any, node: Node | None, path: Path = ()) -> dict[str, Any]:
+    """The FieldsV1 of every leaf of `value`, built in one pass: what `_nest(set(leaves(value, node)))`
+    gives, without the intermediate paths (a create records exactly this, and creates are hot)."""
+    return _fieldset(value, node, path) or {}
+
+
+def _fieldset(value: Any, node: Node | None, path: Path) -> dict[str, Any] | None:
+    """`{}` for a leaf, a nested dict for a parent, None for a map whose every field is server-owned."""
+    if isinstance(value, dict) and value and not (node is not None and node.open_ended and not node.is_object):
+        out: dict[str, Any] = {}
+        for k in sorted(value):
+            if not path and k in ("apiVersion", "kind"):
+                continue
+            if path == ("f:metadata",) and k in _SERVER_META:
+                continue
+            key = f"f:{k}"
+            sub = _fieldset(value[k], node.child(k) if node is not None else None, (*path, key))
+            if sub is not None:
+                out[key] = sub
+        return out or None
+    if isinstance(value, list) and value and node is not None:
+        keyed = [_item_key(x, node) for x in value]
+        if all(keyed):
+            items = node.items()
+            out = {}
+            for key, item in zip(keyed, value, strict=True):
+                assert key is not None
+                if key.startswith("k:"):
+                    out[key] = {".": {}, **(_fieldset(item, items, (*path, key)) or {})}
+                else:
+                    out[key] = {}
+            return {k: out[k] for k in sorted(out)}
+    return {}
+
+
 def _nest(paths: set[Path]) -> dict[str, Any]:
     root: dict[str, Any] = {}
     for p in sorted(paths):
@@ -96,6 +131,18 @@ def record(
     entries = [e for e in (md.get("managedFields") or []) if isinstance(e, dict)]
     if old is not None and "managedFields" not in md:
         entries = [e for e in ((old.get("metadata") or {}).get("managedFields") or []) if isinstance(e, dict)]
+    if old is None and not entries:
+        # A create with no managedFields of its own: the manager owns every field it set.
+        owned = fieldset(new, node)
+        if owned:
+            entry = {"manager": manager, "operation": "Update", "apiVersion": api_version, "time": rfc3339(),
+                     "fieldsType": "FieldsV1", "fieldsV1": owned}  # fmt: skip
+            if subresource:
+                entry["subresource"] = subresource
+            md["managedFields"] = [entry]
+        else:
+            md.pop("managedFields", None)
+        return
     new_leaves = leaves(new, node)
     if old is None:
         changed = set(new_leaves)

@@ -31,6 +31,7 @@ DecimalSI ("10k" from then on); and adding quantities whose exponents are far ap
 from __future__ import annotations
 
 import decimal
+import functools
 from dataclasses import dataclass, field
 from enum import StrEnum
 from fractions import Fraction
@@ -370,6 +371,12 @@ def parse_quantity(text: str) -> Quantity:
     """Parse a quantity string exactly as upstream's ParseQuantity does, or raise QuantityError."""
     if not isinstance(text, str):
         raise TypeError(f"a quantity is parsed from a str, not {type(text).__name__}")
+    # Quantities are immutable and a cluster writes the same few ("100m", "64Mi") over and over.
+    return _parse_cached(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_cached(text: str) -> Quantity:
     if not text:
         raise QuantityError(ERR_FORMAT_WRONG)
     if text == "0":

@@ -57,6 +57,40 @@ def _parse_timeout(raw: str) -> float | None:
     return float(m.group(1)) * _UNITS[m.group(2)]
 
 
+class RequestDeadlines:
+    """The timeout filter's clock: one sweeper task cancels requests past their deadline, instead of a timer
+    per request (asyncio.timeout cost about 8% of a GET). A request ends at most `resolution` seconds late,
+    which for deadlines of seconds to a minute is what upstream's timeout filter promises too."""
+
+    def __init__(self, resolution: float = 0.25) -> None:
+        self.resolution = resolution
+        self._deadlines: dict[asyncio.Task[Any], float] = {}
+        self.expired: set[asyncio.Task[Any]] = set()
+        self._sweeper: asyncio.Task[None] | None = None
+
+    def track(self, task: asyncio.Task[Any], seconds: float) -> None:
+        self._deadlines[task] = time.monotonic() + seconds
+        if self._sweeper is None or self._sweeper.done():
+            self._sweeper = asyncio.get_running_loop().create_task(self._sweep())
+
+    def untrack(self, task: asyncio.Task[Any]) -> bool:
+        """Stop tracking; True when the task was cancelled for running out of time."""
+        self._deadlines.pop(task, None)
+        if task in self.expired:
+            self.expired.discard(task)
+            return True
+        return False
+
+    async def _sweep(self) -> None:
+        while self._deadlines:
+            await asyncio.sleep(self.resolution)
+            now = time.monotonic()
+            for task, deadline in list(self._deadlines.items()):
+                if deadline <= now and task not in self.expired:
+                    self.expired.add(task)
+                    task.cancel()
+
+
 def build_middlewares(cfg: ChainConfig, inflight: dict[str, int]) -> list[Any]:
     """The chain as one aiohttp middleware (nested middlewares cost a coroutine each per request); the
     filters run in upstream's order. `inflight` counts requests in flight by kind, shared by all listeners."""
@@ -104,6 +138,7 @@ def build_middlewares(cfg: ChainConfig, inflight: dict[str, int]) -> list[Any]:
         return None
 
     filters = (authentication, audit, impersonation, authorization)
+    deadlines = RequestDeadlines()
 
     async def limited(request: web.Request, handler: Handler) -> web.StreamResponse:
         """In-flight limit, then the request deadline, around the handler."""
@@ -123,12 +158,21 @@ def build_middlewares(cfg: ChainConfig, inflight: dict[str, int]) -> list[Any]:
                 raise errors.bad_request(f"invalid timeout specified in the request URL: {raw}")
             deadline = min(deadline, t) if t > 0 else deadline
         inflight[kind] += 1
+        task = asyncio.current_task()
+        assert task is not None
+        deadlines.track(task, deadline)
+        timed_out = False
         try:
-            async with asyncio.timeout(deadline):
-                return await handler(request)
-        except TimeoutError:
-            raise errors.timeout("request did not complete within the allotted timeout", 0) from None
+            return await handler(request)
+        except asyncio.CancelledError:
+            timed_out = deadlines.untrack(task)
+            if timed_out:
+                task.uncancel()
+                raise errors.timeout("request did not complete within the allotted timeout", 0) from None
+            raise
         finally:
+            if not timed_out:
+                deadlines.untrack(task)
             inflight[kind] -= 1
 
     @web.middleware

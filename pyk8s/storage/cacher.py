@@ -224,6 +224,8 @@ class Cacher:
         self._bookmark_task = asyncio.create_task(self._bookmarks(), name=f"cacher bookmarks {self.prefix}")
 
     async def wait_ready(self, timeout: float | None = None) -> None:
+        if self._ready.is_set():
+            return  # the common case, without wait_for's task and timer
         await asyncio.wait_for(self._ready.wait(), timeout)
 
     @property
@@ -357,6 +359,8 @@ class Cacher:
 
     async def wait_until_fresh(self, revision: int, timeout: float = 3.0) -> None:
         """Return once the cache has seen `revision`; TooLargeResourceVersionError after `timeout`."""
+        if self.revision >= revision and self._ready.is_set():
+            return
         await self.wait_ready(timeout=30.0)
         deadline = asyncio.get_running_loop().time() + timeout
         if self.revision < revision and self._watch is not None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import orjson
+import pytest
+
 from pyk8s.api.managed_fields import default_manager, record
 from pyk8s.api.schema import kind_node
 
@@ -46,3 +49,37 @@ def test_update_moves_changed_fields_to_the_new_manager():
 def test_default_manager_is_the_user_agent_name():
     assert default_manager("kubectl/v1.32.4 (linux/amd64) kubernetes/abc") == "kubectl"
     assert default_manager("") == "unknown"
+
+
+@pytest.mark.parametrize(
+    ("group", "version", "kind", "obj"),
+    [
+        ("", "v1", "Pod", {
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "a", "labels": {"x": "y", "a": "b"}, "annotations": {}, "uid": "u"},
+            "spec": {
+                "containers": [{
+                    "name": "c", "image": "i", "args": ["b", "a"],
+                    "ports": [{"containerPort": 80, "protocol": "TCP"}, {"containerPort": 81}],
+                    "env": [{"name": "A", "value": "1"}], "resources": {"requests": {"cpu": "1"}},
+                }],
+                "tolerations": [{"key": "k", "operator": "Exists"}], "volumes": [],
+            },
+        }),
+        ("apps", "v1", "Deployment", {
+            "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "finalizers": ["a", "b"]},
+            "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "b"}},
+                     "spec": {"containers": [{"name": "c", "image": "x"}]}}},
+        }),
+        ("", "v1", "ConfigMap", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"z": "1", "a": ""}}),
+    ],
+)  # fmt: skip
+def test_one_pass_fieldset_equals_nested_leaves(group, version, kind, obj):
+    from pyk8s.api.managed_fields import _nest, fieldset, leaves
+    from pyk8s.api.schema import kind_node
+
+    node = kind_node(group, version, kind)
+    one_pass = fieldset(obj, node)
+    assert one_pass == _nest(set(leaves(obj, node)))
+    # The same key order too: FieldsV1 is compared as bytes by some clients.
+    assert orjson.dumps(one_pass) == orjson.dumps(_nest(set(leaves(obj, node))))

@@ -174,11 +174,16 @@ class RESTStore:
     async def get(self, namespace: str, name: str, resource_version: str = "") -> Object:
         key = self.key(namespace, name)
         try:
-            if resource_version == "" or not self.cacher.ready:
+            if not self.cacher.ready:
                 return await self.store.get(key)
-            rv = parse_resource_version(resource_version)
-            if rv:
-                await self.cacher.wait_until_fresh(rv)
+            if resource_version == "":
+                # A consistent read, served from the cache once it has caught up with storage's current
+                # revision (what upstream does for consistent lists): no storage read, no decode.
+                await self.cacher.wait_until_fresh(await self.store.current_revision())
+            else:
+                rv = parse_resource_version(resource_version)
+                if rv:
+                    await self.cacher.wait_until_fresh(rv)
         except StorageError as err:
             raise self._storage_error(err, name) from None
         entry = self.cacher.get(key)
