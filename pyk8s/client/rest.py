@@ -130,7 +130,13 @@ class Watch:
         self._closed = False
 
     async def _open(self) -> None:
-        self._resp = await self._client._send("GET", self._path, self._params, None, None, streaming=True)
+        # A half-open connection would otherwise leave the watcher waiting forever: nothing may be silent
+        # for longer than the watch's own timeout (the server ends it then) plus a margin.
+        timeout = self._params.get("timeoutSeconds")
+        read_limit = float(timeout) + 30 if timeout else None
+        self._resp = await self._client._send(
+            "GET", self._path, self._params, None, None, streaming=True, read_timeout=read_limit
+        )
 
     async def __aenter__(self) -> Watch:
         return self
@@ -259,10 +265,13 @@ class RESTClient:
         *,
         streaming: bool = False,
         accept: str = "application/json",
+        read_timeout: float | None = None,
     ) -> aiohttp.ClientResponse:
         """Send with rate limiting and retries; returns a 2xx response or raises the typed error."""
         attempt = 0
-        timeout = aiohttp.ClientTimeout(total=None if streaming else self.config.timeout, sock_connect=10)
+        timeout = aiohttp.ClientTimeout(
+            total=None if streaming else self.config.timeout, sock_connect=10, sock_read=read_timeout
+        )
         while True:
             await self.limiter.wait()
             try:

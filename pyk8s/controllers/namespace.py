@@ -25,8 +25,11 @@ from .garbagecollector.garbagecollector import deletable_resources
 log = logging.getLogger(__name__)
 
 FINALIZER_KUBERNETES = "kubernetes"
-# How long to wait before looking at a namespace whose content is still going away.
-RECHECK_DELAY = 1.0
+# How long to wait before looking again at a namespace whose content is still going away: upstream estimates
+# 15 s for content held by finalizers and waits half the estimate plus a second; content merely being
+# deleted is looked at again sooner.
+FINALIZER_ESTIMATE = 15.0
+RECHECK_DELAY = 2.0
 
 
 class ContentRemaining(Exception):
@@ -95,6 +98,8 @@ class NamespaceController:
             return
         remaining, with_finalizers, failures = await self._delete_content(name)
         ns = await self._set_conditions(ns, remaining, with_finalizers, failures)
+        if with_finalizers:
+            raise ContentRemaining(FINALIZER_ESTIMATE / 2 + 1)
         if remaining or failures:
             raise ContentRemaining(RECHECK_DELAY)
         ns["spec"]["finalizers"] = [f for f in ns["spec"]["finalizers"] if f != FINALIZER_KUBERNETES]
@@ -134,7 +139,10 @@ class NamespaceController:
                     for f in item["metadata"].get("finalizers") or ():
                         finalized[f] = finalized.get(f, 0) + 1
 
-        await asyncio.gather(*(one(r) for r in self.resources))
+        results = await asyncio.gather(*(one(r) for r in self.resources), return_exceptions=True)
+        for r, res in zip(self.resources, results, strict=True):
+            if isinstance(res, BaseException):
+                failures.append(f"{r.qualified_name}: {res}")
         return remaining, finalized, failures
 
     async def _set_conditions(

@@ -214,3 +214,47 @@ async def test_namespace_waits_for_finalizers_and_says_so(cluster, client, ns):
         return False
 
     await eventually(gone, what="namespace removed")
+
+
+async def test_a_wrong_reference_does_not_orphan_a_right_one(client, ns):
+    rs = await client.create("replicasets.apps", replicaset("real"), ns)
+    typo = {**rs, "metadata": {**rs["metadata"], "name": "typo"}}
+    await client.create("pods", owned_pod("good", rs), ns)
+    await client.create("pods", owned_pod("bad", typo), ns)  # the right uid under a name that does not exist
+
+    async def bad_gone() -> bool:
+        return "bad" not in await pod_names(client, ns)
+
+    await eventually(bad_gone, what="the pod with a dangling reference deleted")
+    await asyncio.sleep(1.0)
+    good = await client.get("pods", "good", ns)
+    assert [r["name"] for r in good["metadata"]["ownerReferences"]] == ["real"]
+
+
+async def test_cluster_scoped_object_with_namespaced_owner_is_left_alone(client, ns):
+    def cluster_role(name: str, owner: dict) -> dict:
+        return {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": name, "ownerReferences": [owner]},
+            "rules": [],
+        }
+
+    pod_owner = {"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "00000000-0000-0000-0000-00000000000a"}
+    ns_owner = {"apiVersion": "v1", "kind": "Namespace", "name": "never", "uid": "00000000-0000-0000-0000-00000000000b"}
+    await client.create("clusterroles.rbac.authorization.k8s.io", cluster_role(f"{ns}-odd", pod_owner))
+    await client.create("clusterroles.rbac.authorization.k8s.io", cluster_role(f"{ns}-dangling", ns_owner))
+
+    async def dangling_gone() -> bool:
+        try:
+            await client.get("clusterroles.rbac.authorization.k8s.io", f"{ns}-dangling")
+        except errors.NotFound:
+            return True
+        return False
+
+    # The collector has looked at both by the time the one with a missing cluster-scoped owner is gone.
+    await eventually(dangling_gone, what="the cluster role with a missing owner deleted")
+    await asyncio.sleep(1.0)
+    kept = await client.get("clusterroles.rbac.authorization.k8s.io", f"{ns}-odd")
+    assert kept["metadata"]["ownerReferences"] == [pod_owner]
+    await client.delete("clusterroles.rbac.authorization.k8s.io", f"{ns}-odd")

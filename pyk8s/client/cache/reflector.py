@@ -104,6 +104,7 @@ class Reflector:
         finally:
             if resync is not None:
                 resync.cancel()
+                await asyncio.gather(resync, return_exceptions=True)
 
     def _relist_resource_version(self) -> str:
         if self._last_sync_unavailable:
@@ -178,8 +179,12 @@ class Reflector:
                 delay = self.backoff.next()
                 log.info("%s: watch failed (%s); rewatching in %.1fs", self.name, err, delay)
                 await asyncio.sleep(delay)
-            except errors.TooManyRequests:
-                await asyncio.sleep(self.backoff.next())
+            except errors.StatusError as err:
+                # Any other error the watch answers with (a 429, a 500): upstream watches again after a
+                # backoff rather than paying for a relist; the resourceVersion still pins our place.
+                delay = self.backoff.next()
+                log.info("%s: watch answered %s; rewatching in %.1fs", self.name, err.message, delay)
+                await asyncio.sleep(delay)
             finally:
                 self.watching = False
                 watch.close()

@@ -265,26 +265,33 @@ class SharedIndexInformer:
         return True
 
     def _handle_deltas(self, deltas: list[Delta], is_in_initial_list: bool) -> None:
-        indexer = self.indexer
         for d in deltas:
-            obj = d.object
-            if d.type is DeltaType.DELETED:
-                if isinstance(obj, DeletedFinalStateUnknown):
-                    indexer.delete_key(obj.key)
-                else:
-                    indexer.delete(obj)
-                self._distribute(("delete", obj), False)
-                continue
-            old = indexer.get(obj)
-            if old is not None:
-                indexer.update(obj)
-                sync = d.type is DeltaType.SYNC or (
-                    d.type is DeltaType.REPLACED and _resource_version(old) == _resource_version(obj)
-                )
-                self._distribute(("update", old, obj), sync)
+            try:
+                self._handle_delta(d, is_in_initial_list)
+            except Exception:
+                # A failing index function must not end the informer: the cache would freeze silently.
+                log.exception("informer for %s: processing a %s delta failed", self.resource.qualified_name, d.type)
+
+    def _handle_delta(self, d: Delta, is_in_initial_list: bool) -> None:
+        indexer = self.indexer
+        obj = d.object
+        if d.type is DeltaType.DELETED:
+            if isinstance(obj, DeletedFinalStateUnknown):
+                indexer.delete_key(obj.key)
             else:
-                indexer.add(obj)
-                self._distribute(("add", obj, is_in_initial_list), False)
+                indexer.delete(obj)
+            self._distribute(("delete", obj), False)
+            return
+        old = indexer.get(obj)
+        if old is not None:
+            indexer.update(obj)
+            sync = d.type is DeltaType.SYNC or (
+                d.type is DeltaType.REPLACED and _resource_version(old) == _resource_version(obj)
+            )
+            self._distribute(("update", old, obj), sync)
+        else:
+            indexer.add(obj)
+            self._distribute(("add", obj, is_in_initial_list), False)
 
 
 def _resource_version(obj: Any) -> str:

@@ -11,8 +11,10 @@ uid), *waiting* (the owner is being deleted in the foreground) and *solid* (anyt
   blocks owner deletion is left, and the API server then removes it;
 - an owner deleting with the `orphan` finalizer first has its reference removed from every dependent, then
   loses the finalizer.
-Every decision about an owner's existence is made against the API server (owners found absent are
-remembered, as upstream's absentOwnerCache), never against a possibly stale cache alone.
+Every decision about an owner's existence is made against the API server, through the dependent's own
+reference (owners found absent are remembered by their full coordinates, as upstream's absentOwnerCache),
+never against a possibly stale cache alone. A cluster-scoped object naming a namespaced owner is left alone,
+as upstream does: such a reference can never be resolved, and deleting on it would be a guess.
 """
 
 from __future__ import annotations
@@ -34,6 +36,10 @@ log = logging.getLogger(__name__)
 ABSENT_OWNER_CACHE_SIZE = 500
 
 
+class NamespacedOwnerOfClusterScopedObject(LookupError):
+    """A cluster-scoped object's owner reference names a namespaced kind: unresolvable, so never acted on."""
+
+
 def deletable_resources() -> list[Resource]:
     """Every stored resource that can be listed, watched and deleted: what the collector monitors."""
     return [
@@ -53,11 +59,15 @@ class GarbageCollector:
         self.client = client
         self.workers = workers
         self.graph = GraphBuilder(factory, resources if resources is not None else deletable_resources())
-        self._absent: OrderedDict[str, None] = OrderedDict()
+        self._absent: OrderedDict[tuple[str, str, str, str, str], None] = OrderedDict()
 
     async def run(self) -> None:
         """Wait for the informers' first lists, then work both queues until cancelled."""
         await asyncio.gather(*(i.wait_for_sync() for i in self.graph.informers))
+        # The informers' first lists must also have reached the graph, or a foreground owner could look
+        # dependent-free and lose its finalizer too early.
+        while not self.graph.has_synced():  # noqa: ASYNC110 - registrations expose a flag, not an event
+            await asyncio.sleep(0.05)
         log.info("garbage collector: caches synced, %d objects in the graph", len(self.graph.nodes))
         tasks = [
             asyncio.create_task(self._worker(self.graph.attempt_to_delete, self.attempt_to_delete))
@@ -106,6 +116,8 @@ class GarbageCollector:
         r = self._resource_of(ref)
         if r is None:
             raise LookupError(f"cannot map {ref.kind}.{ref.api_version} to a resource")
+        if r.namespaced and not ref.namespace:
+            raise LookupError(f"{ref}: a namespaced kind without a namespace")
         try:
             obj = await self.client.get(r, ref.name, ref.namespace if r.namespaced else None)
         except errors.NotFound:
@@ -116,21 +128,26 @@ class GarbageCollector:
 
     async def _owner(self, item: Node, ref: dict[str, Any]) -> dict[str, Any] | None:
         """The live owner a reference names, or None when it is dangling."""
-        uid = ref["uid"]
-        if uid in self._absent:
-            return None
         owner_ref = ObjectReference(
-            ref.get("apiVersion", ""), ref.get("kind", ""), item.identity.namespace, ref.get("name", ""), uid
+            ref.get("apiVersion", ""), ref.get("kind", ""), item.identity.namespace, ref.get("name", ""), ref["uid"]
         )
         r = self._resource_of(owner_ref)
         if r is None:
             raise LookupError(f"cannot map owner {owner_ref.kind}.{owner_ref.api_version} of {item.identity}")
         if r.namespaced and not item.identity.namespace:
-            # A cluster-scoped object cannot be owned by a namespaced one: such a reference never resolves.
+            raise NamespacedOwnerOfClusterScopedObject(
+                f"{item.identity} is cluster-scoped but names a namespaced owner {owner_ref}"
+            )
+        if not r.namespaced:
+            owner_ref.namespace = ""
+        # Absence is remembered per full reference: another dependent naming the same uid under other
+        # coordinates (a wrong name, say) must not make this one look orphaned.
+        coords = (r.group, r.kind, owner_ref.namespace, owner_ref.name, owner_ref.uid)
+        if coords in self._absent:
             return None
         owner = await self._get_live(owner_ref)
         if owner is None:
-            self._absent[uid] = None
+            self._absent[coords] = None
             if len(self._absent) > ABSENT_OWNER_CACHE_SIZE:
                 self._absent.popitem(last=False)
         return owner
@@ -143,7 +160,10 @@ class GarbageCollector:
         if node is None:
             return False
         if node.virtual:
-            return await self._check_virtual(node)
+            # An owner known only from references: each dependent checks it through its own reference.
+            for dep in node.dependents:
+                self.graph.attempt_to_delete.add(dep)
+            return False
         try:
             latest = await self._get_live(node.identity)
         except LookupError as err:
@@ -151,7 +171,8 @@ class GarbageCollector:
             return False
         if latest is None:
             # Gone already; the informer will tell the graph, but its dependents need not wait for that.
-            self.graph.remove_node(node)
+            if self.graph.nodes.get(uid) is node:
+                self.graph.remove_node(node)
             return False
         md = latest["metadata"]
         finalizers = md.get("finalizers") or []
@@ -166,6 +187,9 @@ class GarbageCollector:
         for ref in refs:
             try:
                 owner = await self._owner(node, ref)
+            except NamespacedOwnerOfClusterScopedObject as err:
+                log.warning("garbage collector: %s; leaving it alone", err)
+                return False
             except LookupError as err:
                 log.info("garbage collector: %s", err)
                 solid.append(ref)  # an owner we cannot look up is never assumed gone
@@ -178,36 +202,28 @@ class GarbageCollector:
                 waiting.append(ref)
             else:
                 solid.append(ref)
+        rv = str(md.get("resourceVersion") or "")
         if solid:
             if dangling or waiting:
                 await self._remove_owner_references(node, {r["uid"] for r in dangling + waiting})
             return False
         if waiting and node.dependents:
             # Our owner waits for us, and we have dependents of our own: delete ourselves in the foreground
-            # so the wait covers the whole subtree.
-            await self._delete(node, "Foreground")
-            return False
+            # so the wait covers the whole subtree. A dependent that is itself waiting on its dependents may
+            # close a cycle (A owns B owns A): unblock our references first so nobody waits forever.
+            for dep_uid in node.dependents:
+                dep = self.graph.nodes.get(dep_uid)
+                if dep is not None and dep.deleting_dependents:
+                    await self._unblock_owner_references(node, refs)
+                    rv = ""
+                    break
+            return await self._delete(node, "Foreground", rv)
         policy = "Background"
         if FINALIZER_ORPHAN in finalizers:
             policy = "Orphan"
         elif FINALIZER_FOREGROUND in finalizers:
             policy = "Foreground"
-        await self._delete(node, policy)
-        return False
-
-    async def _check_virtual(self, node: Node) -> bool:
-        """An owner only heard of: if the API server has no such object, its dependents are orphans."""
-        try:
-            live = await self._get_live(node.identity)
-        except LookupError as err:
-            log.info("garbage collector: %s", err)
-            return False
-        if live is not None:
-            return False  # it exists; its informer will make it a real node
-        self._absent[node.uid] = None
-        self.graph.remove_node(node)
-        self.graph.nodes.pop(node.uid, None)
-        return False
+        return await self._delete(node, policy, rv)
 
     async def _process_deleting_dependents(self, node: Node, latest: dict[str, Any]) -> bool:
         blocking = self.graph.blocking_dependents(node)
@@ -219,20 +235,38 @@ class GarbageCollector:
                 self.graph.attempt_to_delete.add(dep.uid)
         return False  # each dependent's removal re-queues us
 
-    async def _delete(self, node: Node, policy: str) -> None:
+    async def _delete(self, node: Node, policy: str, resource_version: str = "") -> bool:
+        """Delete with the uid (and the resourceVersion the decision was made on) as preconditions; True
+        when the object changed since, so the decision must be made again."""
         r = self._resource_of(node.identity)
         if r is None:
-            return
+            return False
         log.info("garbage collector: deleting %s (propagation %s)", node.identity, policy)
+        pre = {"uid": node.uid}
+        if resource_version:
+            pre["resourceVersion"] = resource_version
         try:
             await self.client.delete(
-                r, node.identity.name, node.identity.namespace or None, propagation_policy=policy,
-                preconditions={"uid": node.uid},
-            )  # fmt: skip
+                r, node.identity.name, node.identity.namespace or None, propagation_policy=policy, preconditions=pre
+            )
         except errors.NotFound:
             pass
         except errors.Conflict:
-            # The uid precondition failed: a new object took the name; ours is gone.
+            # Changed since we looked (adopted, say), or a new object took the name: look again.
+            return bool(resource_version)
+        return False
+
+    async def _unblock_owner_references(self, node: Node, refs: list[dict[str, Any]]) -> None:
+        r = self._resource_of(node.identity)
+        if r is None:
+            return
+        unblocked = [{"uid": ref["uid"], "blockOwnerDeletion": False} for ref in refs if ref.get("blockOwnerDeletion")]
+        if not unblocked:
+            return
+        patch = {"metadata": {"ownerReferences": unblocked, "uid": node.uid}}
+        try:
+            await self.client.patch(r, node.identity.name, patch, node.identity.namespace or None)
+        except (errors.NotFound, errors.Conflict):
             pass
 
     async def _remove_owner_references(self, node: Node, uids: set[str]) -> None:

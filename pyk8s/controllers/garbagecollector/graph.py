@@ -3,8 +3,8 @@ informers on every deletable resource (upstream: pkg/controller/garbagecollector
 graph_builder.go).
 
 A node is one object, keyed by uid, with its owner references and the uids of its dependents. An owner
-that is referenced but not (yet) observed gets a *virtual* node, and is queued for the collector to check
-against the API server. The builder turns informer notifications into the collector's two work queues:
+that is referenced but not (yet) observed gets a *virtual* node, and the dependent is queued so the collector
+checks that owner against the API server through the dependent's own reference. The builder turns informer notifications into the collector's two work queues:
 `attempt_to_delete` (an object whose owners may be gone, or an owner deleting in the foreground) and
 `attempt_to_orphan` (an owner deleted with the `orphan` finalizer, whose dependents must be released).
 """
@@ -63,6 +63,17 @@ def _identity(resource: Resource, obj: dict[str, Any]) -> ObjectReference:
     )
 
 
+def _names(ref: dict[str, Any], owner: Node, dependent: Node) -> bool:
+    """Whether an owner reference names the observed owner exactly (upstream: ownerReferenceMatchesCoordinates
+    and the namespace check for namespaced owners)."""
+    ident = owner.identity
+    if ref.get("name") != ident.name or ref.get("kind") != ident.kind:
+        return False
+    if ref.get("apiVersion", "").rpartition("/")[0] != ident.api_version.rpartition("/")[0]:
+        return False  # another group; another version of the same group is the same object
+    return not ident.namespace or ident.namespace == dependent.identity.namespace
+
+
 class GraphBuilder:
     """Keeps the ownership graph equal to what the informers see, and feeds the collector's queues."""
 
@@ -76,17 +87,20 @@ class GraphBuilder:
         self.attempt_to_delete: RateLimitingQueue[str] = RateLimitingQueue(name="garbage_collector_attempt_to_delete")
         self.attempt_to_orphan: RateLimitingQueue[str] = RateLimitingQueue(name="garbage_collector_attempt_to_orphan")
         self.informers = []
+        self.registrations = []
         for r in self.resources:
             informer = factory.informer_for(r)
-            informer.add_event_handler(
+            reg = informer.add_event_handler(
                 on_add=lambda obj, _initial, r=r: self._observe(r, obj),
                 on_update=lambda _old, new, r=r: self._observe(r, new),
                 on_delete=lambda obj, r=r: self._forget(r, obj),
             )
             self.informers.append(informer)
+            self.registrations.append(reg)
 
     def has_synced(self) -> bool:
-        return all(i.has_synced() for i in self.informers)
+        """True once every informer's first list has been through this builder's handlers."""
+        return all(reg.has_synced() for reg in self.registrations)
 
     # -- graph updates --------------------------------------------------------------------------------
 
@@ -100,7 +114,7 @@ class GraphBuilder:
         deleting = bool(md.get("deletionTimestamp"))
         node = self.nodes.get(uid)
         if node is None:
-            node = Node(_identity(resource, obj))
+            node = Node(_identity(resource, obj), owners=owners)
             self.nodes[uid] = node
             self._add_owner_links(node, owners)
         else:
@@ -108,13 +122,18 @@ class GraphBuilder:
                 # An owner we had only heard of: now observed, and its dependents are what they were.
                 node.virtual = False
                 node.identity = _identity(resource, obj)
-            old = {ref["uid"] for ref in node.owners}
-            new = {ref["uid"] for ref in owners}
-            self._remove_owner_links(node, [ref for ref in node.owners if ref["uid"] not in new])
-            node.owners = [ref for ref in node.owners if ref["uid"] in new]
-            self._add_owner_links(node, [ref for ref in owners if ref["uid"] not in old])
-            # blockOwnerDeletion may have changed on an existing reference.
+            old_refs = {ref["uid"]: ref for ref in node.owners}
+            new_refs = {ref["uid"]: ref for ref in owners}
+            self._remove_owner_links(node, [ref for u, ref in old_refs.items() if u not in new_refs])
+            self._add_owner_links(node, [ref for u, ref in new_refs.items() if u not in old_refs])
             node.owners = owners
+            for u, ref in new_refs.items():
+                before = old_refs.get(u)
+                if before is not None and before.get("blockOwnerDeletion") and not ref.get("blockOwnerDeletion"):
+                    # No longer blocking: an owner deleting in the foreground may have been waiting on this one.
+                    owner = self.nodes.get(u)
+                    if owner is not None and owner.deleting_dependents:
+                        self.attempt_to_delete.add(u)
         node.being_deleted = deleting
         was_deleting_dependents = node.deleting_dependents
         node.deleting_dependents = deleting and FINALIZER_FOREGROUND in finalizers
@@ -140,9 +159,12 @@ class GraphBuilder:
                     virtual=True,
                 )
                 self.nodes[owner.uid] = owner
-                # Nobody has seen this owner: the collector asks the API server whether it exists.
-                self.attempt_to_delete.add(owner.uid)
             owner.dependents.add(node.uid)
+            if owner.virtual or not _names(ref, owner, node):
+                # Nobody has observed this owner (or it was deleted), or the reference names the uid under
+                # other coordinates (another name or kind, another namespace): the collector checks it
+                # against the API server through this dependent's own reference.
+                self.attempt_to_delete.add(node.uid)
 
     def _remove_owner_links(self, node: Node, refs: list[dict[str, Any]]) -> None:
         for ref in refs:
