@@ -6,11 +6,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+from collections.abc import Callable, Coroutine
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
 from . import KUBERNETES_MAJOR, KUBERNETES_MINOR, __version__
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -25,14 +29,13 @@ def version() -> None:
     click.echo(f"pyk8s {__version__} (Kubernetes API v{KUBERNETES_MAJOR}.{KUBERNETES_MINOR})")
 
 
-def _run(coro_factory: object) -> None:
+def _run(coro_factory: Callable[[], Coroutine[Any, Any, Any]]) -> None:
     try:
         import uvloop
-
-        runner = uvloop.run
     except ImportError:  # pragma: no cover - uvloop is a dependency on Linux
-        runner = asyncio.run
-    runner(coro_factory())  # type: ignore[operator]
+        asyncio.run(coro_factory())
+        return
+    uvloop.run(coro_factory())
 
 
 async def _serve_until_signal(server: object) -> None:
@@ -120,9 +123,9 @@ _server_options = [
 ]
 
 
-def _with_server_options(f: object) -> object:
+def _with_server_options(f: F) -> F:
     for opt in reversed(_server_options):
-        f = opt(f)  # type: ignore[operator]
+        f = opt(f)
     return f
 
 
@@ -133,7 +136,7 @@ def _logging(verbosity: int) -> None:
 
 @main.command()
 @click.option("--data-dir", type=click.Path(path_type=Path), default=None, help="State and PKI directory.")
-@_with_server_options  # type: ignore[misc]
+@_with_server_options
 def apiserver(data_dir: Path | None, verbosity: int, **kw: object) -> None:
     """Serve the Kubernetes v1.32 API (kube-apiserver)."""
     from .apiserver.server import APIServer
@@ -174,7 +177,7 @@ async def _stop_components(procs: list[asyncio.subprocess.Process]) -> None:
 @click.option(
     "--data-dir", type=click.Path(path_type=Path), default=None, help="State directory (default: ~/.local/share/pyk8s)."
 )
-@_with_server_options  # type: ignore[misc]
+@_with_server_options
 def up(data_dir: Path | None, verbosity: int, **kw: object) -> None:
     """Start a cluster in the foreground until Ctrl-C; state is kept for the next start."""
     from rich.console import Console
@@ -284,9 +287,9 @@ _manifest_options = [
 ]  # fmt: skip
 
 
-def _with_manifest_options(f: object) -> object:
+def _with_manifest_options(f: F) -> F:
     for opt in reversed(_manifest_options):
-        f = opt(f)  # type: ignore[operator]
+        f = opt(f)
     return f
 
 
@@ -373,7 +376,7 @@ def _run_manifests(verb: str, kw: dict[str, object], run: object, validate: bool
 
 
 @main.command()
-@_with_manifest_options  # type: ignore[misc]
+@_with_manifest_options
 @click.option("--field-manager", default="kubectl-client-side-apply", show_default=True, help="Name of the manager.")
 @click.option(
     "--validate", type=click.Choice(["strict", "warn", "ignore", "true", "false"]), default="strict",
@@ -391,7 +394,7 @@ def apply(field_manager: str, validate: str, **kw: object) -> None:
 
 
 @main.command()
-@_with_manifest_options  # type: ignore[misc]
+@_with_manifest_options
 @click.option("--ignore-not-found", is_flag=True, help="Objects that do not exist are not an error.")
 @click.option(
     "--cascade", type=click.Choice(["background", "foreground", "orphan"]), default="background",

@@ -88,12 +88,12 @@ def _fieldset(value: Any, node: Node | None, path: Path) -> dict[str, Any] | Non
         if all(keyed):
             items = node.items()
             out = {}
-            for key, item in zip(keyed, value, strict=True):
-                assert key is not None
-                if key.startswith("k:"):
-                    out[key] = {".": {}, **(_fieldset(item, items, (*path, key)) or {})}
+            for item_key, item in zip(keyed, value, strict=True):
+                assert item_key is not None
+                if item_key.startswith("k:"):
+                    out[item_key] = {".": {}, **(_fieldset(item, items, (*path, item_key)) or {})}
                 else:
-                    out[key] = {}
+                    out[item_key] = {}
             return {k: out[k] for k in sorted(out)}
     return {}
 
@@ -133,10 +133,10 @@ def record(
         entries = [e for e in ((old.get("metadata") or {}).get("managedFields") or []) if isinstance(e, dict)]
     if old is None and not entries:
         # A create with no managedFields of its own: the manager owns every field it set.
-        owned = fieldset(new, node)
-        if owned:
+        fields_v1 = fieldset(new, node)
+        if fields_v1:
             entry = {"manager": manager, "operation": "Update", "apiVersion": api_version, "time": rfc3339(),
-                     "fieldsType": "FieldsV1", "fieldsV1": owned}  # fmt: skip
+                     "fieldsType": "FieldsV1", "fieldsV1": fields_v1}  # fmt: skip
             if subresource:
                 entry["subresource"] = subresource
             md["managedFields"] = [entry]

@@ -113,8 +113,9 @@ def json_patch(original: Any, operations: Any) -> Any:
     for op in operations:
         if not isinstance(op, dict) or "op" not in op:
             raise PatchError(f"invalid operation {op!r}")
-        kind, path = op["op"], op.get("path")
-        parts = _pointer(path)
+        kind, raw_path = op["op"], op.get("path")
+        parts = _pointer(raw_path)  # a missing or non-string path is an error here
+        path = str(raw_path)
         if kind in ("add", "replace", "test") and "value" not in op:
             raise PatchError(f"missing value for {kind} operation")
         if kind == "add":
@@ -130,11 +131,12 @@ def json_patch(original: Any, operations: Any) -> Any:
                 doc = _add(doc, parts, copy.deepcopy(op["value"]), path)
         elif kind in ("move", "copy"):
             src = _pointer(op.get("from"))
-            value = _walk(doc, src, op.get("from"))
+            from_path = str(op.get("from"))
+            value = _walk(doc, src, from_path)
             if kind == "move":
                 if parts[: len(src)] == src and len(parts) > len(src):
                     raise PatchError("cannot move a value into one of its children")
-                _remove(doc, src, op.get("from"))
+                _remove(doc, src, from_path)
             doc = _add(doc, parts, copy.deepcopy(value), path)
         elif kind == "test":
             if _walk(doc, parts, path) != op["value"]:
@@ -214,7 +216,8 @@ def _merge_map(original: dict[str, Any], patch: dict[str, Any], node: Node | Non
         if value is None:
             result.pop(key, None)
         elif isinstance(value, dict):
-            merged = _merge_map(result.get(key) if isinstance(result.get(key), dict) else {}, value, child)
+            current = result.get(key)
+            merged = _merge_map(current if isinstance(current, dict) else {}, value, child)
             if merged is _DELETE:
                 result.pop(key, None)
             else:
@@ -276,7 +279,7 @@ def _apply_order(items: list[Any], order: list[Any], key: str) -> list[Any]:
         return x.get(key) if key and isinstance(x, dict) else x
 
     wanted = [ident(o) for o in order]
-    rank = {}
+    rank: dict[Any, int] = {}
     for i, w in enumerate(wanted):
         try:
             rank.setdefault(w, i)

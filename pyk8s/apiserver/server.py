@@ -11,6 +11,7 @@ import asyncio
 import logging
 import socket
 import ssl
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,6 +37,7 @@ from .negotiation import Output, choose_output
 from .openapi import OpenAPI
 from .registry import strategy_for
 from .registry.rest import Context, RESTStore
+from .registry.strategy import Strategy
 from .tables import check_include_object
 from .watch import WatchMetrics, WatchServer
 
@@ -180,7 +182,7 @@ class APIServer:
             cacher = Cacher(
                 store,
                 r.key_prefix,
-                lambda o, s=strategy: (o.get("metadata", {}).get("labels") or {}, s.fields(o)),
+                _attributes_of(strategy),
                 history=self.options.watch_cache_history,
                 bookmark_interval=self.options.bookmark_interval,
             )
@@ -365,3 +367,12 @@ class APIServer:
                 "readyz": {"ping": ping, "log": ping, name: storage, "informer-sync": caches},
             }
         )
+
+
+def _attributes_of(strategy: Strategy) -> Callable[[Object], tuple[dict[str, str], dict[str, str]]]:
+    """What the watch cache filters on: an object's labels and its strategy's selectable fields."""
+
+    def attributes(obj: Object) -> tuple[dict[str, str], dict[str, str]]:
+        return (obj.get("metadata", {}).get("labels") or {}), strategy.fields(obj)
+
+    return attributes

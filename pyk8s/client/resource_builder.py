@@ -308,7 +308,7 @@ def _json_documents(text: str, source: str) -> Iterator[Document | BuildError]:
 def _split_yaml(text: str) -> Iterator[tuple[int, str] | str]:
     """(first line number, text) of each `---`-separated chunk (upstream: YAMLReader). A separator line may
     only carry a comment after the dashes; anything else is yielded as an error message."""
-    start, lines = 0, []
+    start, lines = 0, list[str]()
     for number, line in enumerate(text.splitlines(keepends=True)):
         if line.startswith("---"):
             rest = line[3:].strip()

@@ -340,7 +340,8 @@ def _diff_lists(
 
 
 def _partition(merged: list[Any], by: list[Any], merge_key: str, is_map: bool) -> tuple[list[Any], list[Any]]:
-    inside, outside = [], []
+    inside: list[Any] = []
+    outside: list[Any] = []
     for v in merged:
         (inside if _index(by, v, merge_key, is_map) >= 0 else outside).append(v)
     return inside, outside

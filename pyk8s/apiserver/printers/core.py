@@ -374,10 +374,11 @@ def format_endpoints(subsets: Any) -> str:
     subsets = [_d(s) for s in _l(subsets)]
     if not subsets:
         return "<none>"
-    limit, shown, count, more = 3, [], 0, False
+    limit, count, more = 3, 0, False
+    shown: list[str] = []
     for ss in subsets:
         addresses = [_s(_d(a).get("ip")) for a in _l(ss.get("addresses"))]
-        ports = [_d(p) for p in _l(ss.get("ports"))]
+        ports: list[dict[str, Any] | None] = [_d(p) for p in _l(ss.get("ports"))]
         for port in ports or [None]:
             count += len(addresses)
             for ip in addresses:
@@ -638,7 +639,8 @@ def replication_controller_row(rc: Object) -> Cells:
 def resource_quota_row(quota: Object) -> Cells:
     status = _d(quota.get("status"))
     hard, used = _d(status.get("hard")), _d(status.get("used"))
-    requests, limits = [], []
+    requests: list[str] = []
+    limits: list[str] = []
     for resource in sorted(hard):
         pieces = resource.split(".")
         column = limits if len(pieces) > 1 and pieces[0] == "limits" else requests

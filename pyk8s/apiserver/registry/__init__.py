@@ -6,15 +6,20 @@ fields, printers); kinds without a module of their own get the generic `Strategy
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 from ...api.resources import Resource
 from .strategy import Strategy
+
+S = TypeVar("S", bound=Strategy)
 
 # (group, kind) -> Strategy subclass; filled by the group modules below.
 STRATEGIES: dict[tuple[str, str], type[Strategy]] = {}
 
 
-def register(group: str, kind: str) -> object:
-    def deco(cls: type[Strategy]) -> type[Strategy]:
+def register(group: str, kind: str) -> Callable[[type[S]], type[S]]:
+    def deco(cls: type[S]) -> type[S]:
         STRATEGIES[(group, kind)] = cls
         return cls
 

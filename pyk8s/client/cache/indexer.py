@@ -9,6 +9,7 @@ gives. Objects are shared, not copied: callers must treat what they read as read
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -129,16 +130,16 @@ class Indexer:
     def __len__(self) -> int:
         return len(self._items)
 
-    def list(self) -> list[Any]:
+    def list(self) -> builtins.list[Any]:
         return list(self._items.values())
 
-    def list_keys(self) -> list[str]:
+    def list_keys(self) -> builtins.list[str]:
         return list(self._items)
 
     def get_indexers(self) -> dict[str, IndexFunc]:
         return dict(self._indexers)
 
-    def index(self, index_name: str, obj: Any) -> list[Any]:
+    def index(self, index_name: str, obj: Any) -> builtins.list[Any]:
         """Objects sharing any indexed value with `obj`."""
         fn = self._fn(index_name)
         index = self._indices[index_name]
@@ -147,15 +148,15 @@ class Indexer:
             keys |= index.get(value, set())
         return [self._items[k] for k in keys]
 
-    def index_keys(self, index_name: str, value: str) -> list[str]:
+    def index_keys(self, index_name: str, value: str) -> builtins.list[str]:
         self._fn(index_name)
         return list(self._indices[index_name].get(value, ()))
 
-    def by_index(self, index_name: str, value: str) -> list[Any]:
+    def by_index(self, index_name: str, value: str) -> builtins.list[Any]:
         self._fn(index_name)
         return [self._items[k] for k in self._indices[index_name].get(value, ())]
 
-    def list_index_func_values(self, index_name: str) -> list[str]:
+    def list_index_func_values(self, index_name: str) -> builtins.list[str]:
         self._fn(index_name)
         return list(self._indices[index_name])
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 from ...api.selectors import LabelSelector, parse_label_selector
@@ -26,7 +27,7 @@ class NamespaceLister:
         self.indexer = indexer
         self.namespace = namespace
 
-    def list(self, selector: str | LabelSelector | None = None) -> list[Any]:
+    def list(self, selector: str | LabelSelector | None = None) -> builtins.list[Any]:
         sel = _matcher(selector)
         objs = self.indexer.by_index(NAMESPACE_INDEX, self.namespace)
         return objs if sel is None else [o for o in objs if sel.matches(_labels(o))]
@@ -41,7 +42,7 @@ class GenericLister:
     def __init__(self, indexer: Indexer) -> None:
         self.indexer = indexer
 
-    def list(self, selector: str | LabelSelector | None = None) -> list[Any]:
+    def list(self, selector: str | LabelSelector | None = None) -> builtins.list[Any]:
         sel = _matcher(selector)
         objs = self.indexer.list()
         return objs if sel is None else [o for o in objs if sel.matches(_labels(o))]

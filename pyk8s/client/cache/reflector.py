@@ -12,6 +12,7 @@ watch resumes exactly where it stopped, or a relist replaces the store and tombs
 from __future__ import annotations
 
 import asyncio
+import builtins
 import logging
 import random
 import time
@@ -32,7 +33,7 @@ class ReflectorStore(Protocol):
     def add(self, obj: Any) -> None: ...
     def update(self, obj: Any) -> None: ...
     def delete(self, obj: Any) -> None: ...
-    def replace(self, objs: list[Any], resource_version: str) -> None: ...
+    def replace(self, objs: builtins.list[Any], resource_version: str) -> None: ...
     def resync(self) -> None: ...
 
 
@@ -124,8 +125,8 @@ class Reflector:
         self.store.replace(items, list_rv)
         self.last_sync_resource_version = list_rv
 
-    async def _list_pages(self, rv: str) -> tuple[list[Any], str]:
-        pages: list[dict[str, Any]] = []
+    async def _list_pages(self, rv: str) -> tuple[builtins.list[Any], str]:
+        pages: builtins.list[dict[str, Any]] = []
         try:
             async for page in self.client.list_pages(
                 self.resource, self.namespace, label_selector=self.label_selector, field_selector=self.field_selector,
@@ -145,7 +146,7 @@ class Reflector:
             ]  # fmt: skip
         list_rv = str((pages[0].get("metadata") or {}).get("resourceVersion") or "")
         api_version, kind = self.resource.api_version, self.resource.kind
-        items: list[Any] = []
+        items: builtins.list[Any] = []
         for page in pages:
             for item in page.get("items") or ():
                 # Items in a List carry no kind; handlers and listers want whole objects.

@@ -212,8 +212,8 @@ class GarbageCollector:
             # so the wait covers the whole subtree. A dependent that is itself waiting on its dependents may
             # close a cycle (A owns B owns A): unblock our references first so nobody waits forever.
             for dep_uid in node.dependents:
-                dep = self.graph.nodes.get(dep_uid)
-                if dep is not None and dep.deleting_dependents:
+                dependent = self.graph.nodes.get(dep_uid)
+                if dependent is not None and dependent.deleting_dependents:
                     await self._unblock_owner_references(node, refs)
                     rv = ""
                     break
