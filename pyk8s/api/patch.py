@@ -3,8 +3,8 @@
 Strategic merge patch follows upstream's rules (apimachinery/pkg/util/strategicpatch): lists whose schema says
 `x-kubernetes-patch-strategy: merge` merge by their `x-kubernetes-patch-merge-key` (or as sets, for lists of
 primitives) instead of being replaced; the directives `$patch` (replace, delete, merge), `$retainKeys`,
-`$setElementOrder/<list>` and `$deleteFromPrimitiveList/<list>` are honoured. `strategic_diff` computes the
-two-way patch (what kubectl sends) so that `strategic_merge(a, strategic_diff(a, b)) == b`.
+`$setElementOrder/<list>` and `$deleteFromPrimitiveList/<list>` are honoured. Computing patches (what kubectl
+sends) is the client's side: `pyk8s.client.three_way_patch`.
 """
 
 from __future__ import annotations
@@ -297,80 +297,3 @@ def _hashable(x: Any) -> bool:
     except TypeError:
         return False
     return True
-
-
-def strategic_diff(original: dict[str, Any], modified: dict[str, Any], node: Node | None) -> dict[str, Any]:
-    """The two-way strategic merge patch that turns `original` into `modified` (upstream:
-    CreateTwoWayMergePatch)."""
-    return _diff_map(original, modified, node, retain=False)
-
-
-def _diff_map(original: dict[str, Any], modified: dict[str, Any], node: Node | None, retain: bool) -> dict[str, Any]:
-    patch: dict[str, Any] = {}
-    for k, v in modified.items():
-        child = node.child(k) if node is not None else None
-        if k not in original:
-            patch[k] = copy.deepcopy(v)
-            if isinstance(v, list):
-                patch.update(_list_extras(k, [], v, child))
-            continue
-        ov = original[k]
-        if ov == v:
-            continue
-        if isinstance(v, dict) and isinstance(ov, dict):
-            sub_retain = _strategy(child)[2]
-            sub = _diff_map(ov, v, child, sub_retain)
-            if sub:
-                patch[k] = sub
-        elif isinstance(v, list) and isinstance(ov, list):
-            value, extras = _diff_list(k, ov, v, child)
-            if value is not None:
-                patch[k] = value
-            patch.update(extras)
-        else:
-            patch[k] = copy.deepcopy(v)
-    for k in original:
-        if k not in modified:
-            patch[k] = None
-    if retain and patch:
-        patch[RETAIN_KEYS] = sorted(modified)
-    return patch
-
-
-def _list_extras(name: str, original: list[Any], modified: list[Any], node: Node | None) -> dict[str, Any]:
-    merge, key, _ = _strategy(node)
-    if not merge:
-        return {}
-    if key:
-        return {SET_ORDER + name: [{key: x.get(key)} for x in modified if isinstance(x, dict)]}
-    return {SET_ORDER + name: copy.deepcopy(modified)}
-
-
-def _diff_list(name: str, original: list[Any], modified: list[Any], node: Node | None) -> tuple[Any, dict[str, Any]]:
-    merge, key, _ = _strategy(node)
-    if not merge:
-        return copy.deepcopy(modified), {}
-    extras = _list_extras(name, original, modified, node)
-    if not key:
-        added = [x for x in modified if x not in original]
-        removed = [x for x in original if x not in modified]
-        if removed:
-            extras[DELETE_PRIMITIVE + name] = removed
-        return (added if added else None), extras
-    items_node = node.items() if node is not None else None
-    by_key = {x.get(key): x for x in original if isinstance(x, dict) and _hashable(x.get(key))}
-    out: list[Any] = []
-    for x in modified:
-        k = x.get(key) if isinstance(x, dict) else None
-        old = by_key.get(k) if _hashable(k) else None
-        if old is None:
-            out.append(copy.deepcopy(x))
-        elif old != x:
-            d = _diff_map(old, x, items_node, retain=False)
-            d[key] = k
-            out.append(d)
-    modified_keys = {x.get(key) for x in modified if isinstance(x, dict) and _hashable(x.get(key))}
-    for k in by_key:
-        if k not in modified_keys:
-            out.append({PATCH: "delete", key: k})
-    return (out if out else None), extras

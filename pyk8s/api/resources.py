@@ -7,7 +7,7 @@ v1.32 kube-apiserver serves for the resources that mean something without real c
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 STANDARD_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
@@ -201,6 +201,33 @@ GROUP_ORDER = (
 )
 
 
+def find_by_name(resources: Sequence[Resource], name: str) -> Resource | None:
+    """The resource a user means by `name`, as kubectl reads it: a short name (tried first, as kubectl's
+    shortcut expander runs before its mapper), else a plural, singular or kind, optionally qualified as
+    `plural.group` or `plural.version.group`. `resources` are in preference order (groups in discovery
+    order, each group's preferred version first); the first match wins."""
+    lowered = name.lower()
+    for r in resources:
+        if lowered in r.short_names:
+            return r
+    plural, _, rest = lowered.partition(".")
+    candidates: list[tuple[str, str, str]] = [("", "", lowered)]
+    if rest:
+        candidates.append((rest, "", plural))
+        first, _, after = rest.partition(".")
+        if after:
+            candidates.append((after, first, plural))
+    for group, version, word in candidates:
+        for r in resources:
+            if rest and word != lowered and r.group != group:
+                continue
+            if version and r.version != version:
+                continue
+            if word in (r.plural, r.singular_name, r.kind.lower()):
+                return r
+    return None
+
+
 class ResourceTable:
     """Lookups over a set of resources: by group/version/plural, by kind, by short name."""
 
@@ -209,6 +236,7 @@ class ResourceTable:
         self._by_path: dict[tuple[str, str, str], Resource] = {}
         self._by_kind: dict[tuple[str, str, str], Resource] = {}
         self.versions: dict[str, list[str]] = {}
+        self._preferred: list[Resource] | None = None
         for r in self.resources:
             self._by_path[(r.group, r.version, r.plural)] = r
             self._by_kind.setdefault((r.group, r.version, r.kind), r)
@@ -235,6 +263,24 @@ class ResourceTable:
 
     def preferred_version(self, group: str) -> str:
         return self.versions[group][0]
+
+    def in_preference_order(self) -> list[Resource]:
+        """Groups in discovery order, each group's preferred version first (what `find` searches)."""
+        if self._preferred is None:
+            groups = self.groups()
+            self._preferred = sorted(
+                self.resources, key=lambda r: (groups.index(r.group), self.versions[r.group].index(r.version))
+            )
+        return self._preferred
+
+    def find(self, name: str) -> Resource | None:
+        """A resource by the names kubectl accepts (see `find_by_name`)."""
+        return find_by_name(self.in_preference_order(), name)
+
+    def stored(self) -> list[Resource]:
+        """The resources with storage of their own: not another version's view (events.k8s.io Events,
+        autoscaling/v1 HPAs) and not write-only (bindings). One watch cache each; what controllers watch."""
+        return [r for r in self.resources if not r.storage_group_version and "list" in r.verbs]
 
     def storage_resource(self, r: Resource) -> Resource:
         """The resource whose objects back `r` (itself unless another version is the storage version)."""

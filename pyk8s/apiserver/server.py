@@ -175,9 +175,7 @@ class APIServer:
                 return None
 
         admission = Chain([NamespaceLifecycle(get_namespace)])
-        for r in self.table.resources:
-            if r.storage_group_version or r.plural == "bindings":
-                continue
+        for r in self.table.stored():
             strategy = strategy_for(r)
             cacher = Cacher(
                 store,

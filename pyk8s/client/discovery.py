@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..api.errors import StatusError
-from ..api.resources import Resource
+from ..api.resources import Resource, find_by_name
 from .rest import RESTClient
 
 AGGREGATED_ACCEPT = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
@@ -275,27 +275,4 @@ def _mapping(groups: list[APIGroupResources], group: str, kind: str, version: st
 
 
 def _by_name(groups: list[APIGroupResources], name: str) -> Resource | None:
-    lowered = name.lower()
-    ordered = [(g, v) for g in groups for v in g.versions]
-    # Short names first, as kubectl's shortcut expander runs before the mapper.
-    for g, v in ordered:
-        for r in g.resources.get(v, []):
-            if lowered in r.short_names:
-                return r
-    plural, _, rest = lowered.partition(".")
-    candidates: list[tuple[str, str, str]] = [("", "", lowered)]
-    if rest:
-        candidates.append((rest, "", plural))
-        first, _, after = rest.partition(".")
-        if after:
-            candidates.append((after, first, plural))
-    for group, version, word in candidates:
-        for g, v in ordered:
-            if rest and word != lowered and g.name != group:
-                continue
-            if version and v != version:
-                continue
-            for r in g.resources.get(v, []):
-                if word in (r.plural, r.singular_name, r.kind.lower()):
-                    return r
-    return None
+    return find_by_name([r for g in groups for v in g.versions for r in g.resources.get(v, [])], name)

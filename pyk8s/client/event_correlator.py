@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from .event_recorder import Object, _seconds, _unique_suffix
+from .flowcontrol import TokenBucket
 
 # upstream events_cache.go defaults
 MAX_LRU_CACHE_ENTRIES = 4096
@@ -68,8 +69,8 @@ class _LRU(Generic[K, V]):
         return len(self._data)
 
 
-def _event_key(event: Mapping[str, Any]) -> tuple[str, ...]:
-    """Everything that makes two core events the same occurrence (upstream getEventKey)."""
+def _source_and_object(event: Mapping[str, Any]) -> tuple[str, ...]:
+    """Who reports (source component and host) about which object: the part every key below shares."""
     src = event.get("source") or {}
     inv = event.get("involvedObject") or {}
     return (
@@ -78,69 +79,39 @@ def _event_key(event: Mapping[str, Any]) -> tuple[str, ...]:
         inv.get("kind") or "",
         inv.get("namespace") or "",
         inv.get("name") or "",
-        inv.get("fieldPath") or "",
         inv.get("uid") or "",
         inv.get("apiVersion") or "",
+    )
+
+
+def _spam_key(event: Mapping[str, Any]) -> tuple[str, ...]:
+    """One source reporting about one object (upstream getSpamKey)."""
+    return _source_and_object(event)
+
+
+def _event_key(event: Mapping[str, Any]) -> tuple[str, ...]:
+    """Everything that makes two core events the same occurrence (upstream getEventKey)."""
+    inv = event.get("involvedObject") or {}
+    return (
+        *_source_and_object(event),
+        inv.get("fieldPath") or "",
         event.get("type") or "",
         event.get("reason") or "",
         event.get("message") or "",
     )
 
 
-def _spam_key(event: Mapping[str, Any]) -> tuple[str, ...]:
-    """One source reporting about one object (upstream getSpamKey)."""
-    src = event.get("source") or {}
-    inv = event.get("involvedObject") or {}
-    return (
-        src.get("component") or "",
-        src.get("host") or "",
-        inv.get("kind") or "",
-        inv.get("namespace") or "",
-        inv.get("name") or "",
-        inv.get("uid") or "",
-        inv.get("apiVersion") or "",
-    )
-
-
 def _aggregate_key(event: Mapping[str, Any]) -> tuple[tuple[str, ...], str]:
     """The group an event is aggregated in, and what tells it apart inside the group (upstream
     EventAggregatorByReasonFunc: everything but the message, and the message)."""
-    src = event.get("source") or {}
-    inv = event.get("involvedObject") or {}
     group = (
-        src.get("component") or "",
-        src.get("host") or "",
-        inv.get("kind") or "",
-        inv.get("namespace") or "",
-        inv.get("name") or "",
-        inv.get("uid") or "",
-        inv.get("apiVersion") or "",
+        *_source_and_object(event),
         event.get("type") or "",
         event.get("reason") or "",
         event.get("reportingComponent") or "",
         event.get("reportingInstance") or "",
     )
     return group, event.get("message") or ""
-
-
-class _TokenBucket:
-    """A token bucket that starts full (golang.org/x/time/rate, as upstream's flowcontrol uses)."""
-
-    __slots__ = ("burst", "last", "qps", "tokens")
-
-    def __init__(self, qps: float, burst: int, now: float) -> None:
-        self.qps = qps
-        self.burst = burst
-        self.tokens = float(burst)
-        self.last = now
-
-    def try_accept(self, now: float) -> bool:
-        self.tokens = min(float(self.burst), self.tokens + (now - self.last) * self.qps)
-        self.last = now
-        if self.tokens >= 1.0:
-            self.tokens -= 1.0
-            return True
-        return False
 
 
 class EventSourceObjectSpamFilter:
@@ -154,7 +125,7 @@ class EventSourceObjectSpamFilter:
         clock: Callable[[], float] = time.monotonic,
         spam_key: Callable[[Mapping[str, Any]], Hashable] = _spam_key,
     ) -> None:
-        self._cache: _LRU[Hashable, _TokenBucket] = _LRU(lru_cache_size)
+        self._cache: _LRU[Hashable, TokenBucket] = _LRU(lru_cache_size)
         self.burst = burst
         self.qps = qps
         self._clock = clock
@@ -163,11 +134,10 @@ class EventSourceObjectSpamFilter:
     def filter(self, event: Mapping[str, Any]) -> bool:
         """True when the event must be skipped."""
         key = self._spam_key(event)
-        now = self._clock()
         bucket = self._cache.get(key)
         if bucket is None:
-            bucket = _TokenBucket(self.qps, self.burst, now)
-        accepted = bucket.try_accept(now)
+            bucket = TokenBucket(self.qps, self.burst, self._clock)
+        accepted = bucket.try_accept()
         self._cache.add(key, bucket)
         return not accepted
 

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
-import time
+from collections import deque
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -25,6 +24,7 @@ from multidict import CIMultiDict
 from .. import __version__
 from ..api import errors
 from ..api.resources import TABLE, Resource
+from .flowcontrol import TokenBucket, retry_delay
 from .kubeconfig import ClientConfig
 
 log = logging.getLogger(__name__)
@@ -44,68 +44,15 @@ _NOT_ALLOWED_TEXT = {401: "Unauthorized", 403: "Forbidden", 404: "the server cou
 def resolve_resource(name: str) -> Resource:
     """A built-in resource by the names kubectl accepts: plural, singular, kind, short name, or
     `plural.group` / `plural.version.group`, preferring each group's preferred version."""
-    lowered = name.lower()
-    plural, _, rest = lowered.partition(".")
-    version, group = "", rest
-    if rest:
-        first, _, after = rest.partition(".")
-        if after and TABLE.versions.get(after) and first in TABLE.versions[after]:
-            version, group = first, after
-    candidates: list[Resource] = []
-    for r in TABLE.resources:
-        if rest and r.group != group:
-            continue
-        if version and r.version != version:
-            continue
-        names = (r.plural, r.singular_name, r.kind.lower(), *r.short_names)
-        if plural in names if rest else lowered in names:
-            candidates.append(r)
-    if not candidates:
+    found = TABLE.find(name)
+    if found is None:
         raise errors.NotFound(404, "NotFound", f'the server doesn\'t have a resource type "{name}"')
-    # The core group first, then the first group in discovery order, at its preferred version.
-    groups = TABLE.groups()
-    candidates.sort(
-        key=lambda r: (
-            groups.index(r.group) if r.group in groups else len(groups),
-            r.version != TABLE.preferred_version(r.group),
-        )
-    )
-    return candidates[0]
+    return found
 
 
-def _as_resource(resource: ResourceLike) -> Resource:
+def as_resource(resource: ResourceLike) -> Resource:
+    """A `Resource` as given, or a built-in one by name (see `resolve_resource`)."""
     return resource if isinstance(resource, Resource) else resolve_resource(resource)
-
-
-class TokenBucket:
-    """client-go's token-bucket rate limiter: `burst` requests at once, then `qps` per second. Waiters
-    reserve their slot on arrival, so they leave in the order they came."""
-
-    def __init__(self, qps: float, burst: int, clock: Any = time.monotonic) -> None:
-        self.qps = qps
-        self.burst = max(1, burst)
-        self._clock = clock
-        self._tokens = float(self.burst)
-        self._last = clock()
-
-    @property
-    def enabled(self) -> bool:
-        return self.qps > 0
-
-    def reserve(self) -> float:
-        """Take a token; returns how long to wait before using it."""
-        now = self._clock()
-        self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.qps)
-        self._last = now
-        self._tokens -= 1.0
-        return 0.0 if self._tokens >= 0 else -self._tokens / self.qps
-
-    async def wait(self) -> None:
-        if not self.enabled:
-            return
-        delay = self.reserve()
-        if delay > 0:
-            await asyncio.sleep(delay)
 
 
 @dataclass(frozen=True)
@@ -126,7 +73,7 @@ class Watch:
         self._params = params
         self._resp: aiohttp.ClientResponse | None = None
         self._buffer = b""
-        self._lines: list[bytes] = []
+        self._lines: deque[bytes] = deque()  # complete lines not yet handed out
         self._closed = False
 
     async def _open(self) -> None:
@@ -165,8 +112,8 @@ class Watch:
             self._buffer += chunk
             if b"\n" in self._buffer:
                 *lines, self._buffer = self._buffer.split(b"\n")
-                self._lines = [line for line in lines if line.strip()]
-        line = self._lines.pop(0)
+                self._lines.extend(line for line in lines if line.strip())
+        line = self._lines.popleft()
         try:
             raw = orjson.loads(line)
             typ, obj = raw["type"], raw["object"]
@@ -284,13 +231,13 @@ class RESTClient:
                 if attempt >= self.max_retries:
                     raise ConnectionError(f"{method} {path}: {err}") from err
                 attempt += 1
-                await asyncio.sleep(_backoff(attempt))
+                await asyncio.sleep(retry_delay(attempt))
                 continue
             except (TimeoutError, aiohttp.ClientError, ConnectionError) as err:
                 if method not in _READS or attempt >= self.max_retries:
                     raise ConnectionError(f"{method} {path}: {err}") from err
                 attempt += 1
-                await asyncio.sleep(_backoff(attempt))
+                await asyncio.sleep(retry_delay(attempt))
                 continue
             if resp.status < 300:
                 return resp
@@ -303,7 +250,7 @@ class RESTClient:
             retry_after = _retry_after(resp)
             if attempt < self.max_retries and (resp.status == 429 or (resp.status >= 500 and retry_after is not None)):
                 attempt += 1
-                delay = retry_after if retry_after is not None else _backoff(attempt)
+                delay = retry_after if retry_after is not None else retry_delay(attempt)
                 log.debug("%s %s: %d, retrying in %.2fs", method, path, resp.status, delay)
                 await asyncio.sleep(delay)
                 continue
@@ -343,7 +290,7 @@ class RESTClient:
     async def get(
         self, resource: ResourceLike, name: str, namespace: str | None = None, *, subresource: str = "", **params: Any
     ) -> dict[str, Any]:
-        r = _as_resource(resource)
+        r = as_resource(resource)
         path = self.path(r, self.namespace_for(r, namespace), name, subresource)
         return await self.request("GET", path, params=params)
 
@@ -360,7 +307,7 @@ class RESTClient:
         timeout_seconds: int | None = None,
     ) -> AsyncIterator[dict[str, Any]]:
         """Each page of a list, following `continue` tokens."""
-        r = _as_resource(resource)
+        r = as_resource(resource)
         path = self.path(r, namespace or "" if r.namespaced else "")
         params: dict[str, Any] = {
             "labelSelector": label_selector,
@@ -422,7 +369,7 @@ class RESTClient:
     ) -> Watch:
         """A watch stream from `resource_version` (None or "" means: the current state as ADDED events first,
         then changes). The stream opens on the first iteration."""
-        r = _as_resource(resource)
+        r = as_resource(resource)
         params = _params(
             {
                 "watch": "true",
@@ -449,7 +396,7 @@ class RESTClient:
         field_validation: str | None = None,
     ) -> dict[str, Any]:
         """POST an object (or a subresource such as `pods/<name>/binding` with `name` and `subresource`)."""
-        r = _as_resource(resource)
+        r = as_resource(resource)
         path = self.path(r, self.namespace_for(r, namespace, obj), name, subresource)
         params = _write_params(dry_run, field_manager, field_validation)
         return await self.request("POST", path, params=params, body=obj)
@@ -466,7 +413,7 @@ class RESTClient:
         field_validation: str | None = None,
     ) -> dict[str, Any]:
         """PUT an object; its metadata.resourceVersion makes this a compare-and-swap (409 Conflict if stale)."""
-        r = _as_resource(resource)
+        r = as_resource(resource)
         name = str((obj.get("metadata") or {}).get("name") or "")
         if not name:
             raise errors.invalid_object(r.kind, "", [errors.required("metadata.name", "name is required")], r.group)
@@ -494,7 +441,7 @@ class RESTClient:
         force: bool | None = None,
     ) -> dict[str, Any]:
         """PATCH with a strategic merge (default), merge, JSON or apply patch."""
-        r = _as_resource(resource)
+        r = as_resource(resource)
         content_type = PATCH_CONTENT_TYPES.get(patch_type)
         if content_type is None:
             raise ValueError(f"unknown patch type {patch_type!r}; one of {', '.join(PATCH_CONTENT_TYPES)}")
@@ -517,7 +464,7 @@ class RESTClient:
         dry_run: bool = False,
     ) -> dict[str, Any]:
         """DELETE; answers the deleted object (or the object marked for deletion) or a Success Status."""
-        r = _as_resource(resource)
+        r = as_resource(resource)
         path = self.path(r, self.namespace_for(r, namespace), name)
         body = _delete_options(propagation_policy, grace_period_seconds, preconditions, dry_run)
         return await self.request("DELETE", path, body=body)
@@ -533,7 +480,7 @@ class RESTClient:
         grace_period_seconds: int | None = None,
         dry_run: bool = False,
     ) -> dict[str, Any]:
-        r = _as_resource(resource)
+        r = as_resource(resource)
         path = self.path(r, self.namespace_for(r, namespace))
         params = {"labelSelector": label_selector, "fieldSelector": field_selector}
         body = _delete_options(propagation_policy, grace_period_seconds, None, dry_run)
@@ -578,12 +525,6 @@ def _delete_options(
     if not opts:
         return None
     return {"kind": "DeleteOptions", "apiVersion": "v1", **opts}
-
-
-def _backoff(attempt: int) -> float:
-    """Exponential backoff with jitter: about 0.1 s, 0.2 s, 0.4 s … capped near 5 s."""
-    base = min(5.0, 0.1 * 2 ** (attempt - 1))
-    return base * (0.5 + random.random() / 2)
 
 
 def _retry_after(resp: aiohttp.ClientResponse) -> float | None:

@@ -489,6 +489,11 @@ def _merge_map(original: dict[str, Any], patch: dict[str, Any], node: Node | Non
     return original
 
 
+def two_way_strategic_patch(original: dict[str, Any], modified: dict[str, Any], node: Node | None) -> dict[str, Any]:
+    """The strategic merge patch that turns `original` into `modified` (upstream: CreateTwoWayMergePatch)."""
+    return _diff_maps(original, copy.deepcopy(modified), node, _DiffOptions())
+
+
 def three_way_strategic_patch(
     original: dict[str, Any] | None, modified: dict[str, Any], current: dict[str, Any], node: Node | None
 ) -> dict[str, Any]:

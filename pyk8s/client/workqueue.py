@@ -43,6 +43,8 @@ from typing import Generic, Protocol, TypeVar
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 
+from .flowcontrol import TokenBucket
+
 __all__ = [
     "WORKQUEUE_REGISTRY",
     "BucketRateLimiter",
@@ -485,19 +487,12 @@ class BucketRateLimiter:
             raise ValueError(f"burst must be at least 1, got {burst}")
         self.qps = qps
         self.burst = burst
-        self._clock = clock
-        self._tokens = float(burst)
-        self._last = clock()
+        self._bucket = TokenBucket(qps, burst, clock)
 
     def when(self, item: Hashable) -> float:
         if math.isinf(self.qps):
             return 0.0
-        now = self._clock()
-        # A clock that went backwards refills nothing rather than draining the bucket.
-        elapsed = max(0.0, now - self._last)
-        self._last = max(now, self._last)
-        self._tokens = min(float(self.burst), self._tokens + elapsed * self.qps) - 1.0
-        return 0.0 if self._tokens >= 0 else -self._tokens / self.qps
+        return self._bucket.reserve()
 
     def forget(self, item: Hashable) -> None:
         pass

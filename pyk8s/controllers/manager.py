@@ -91,13 +91,12 @@ class ControllerManager:
         from ..client.leaderelection import LeaderElectionConfig, LeaderElector, LeaseLock
 
         lock = LeaseLock(self.client, "kube-system", "kube-controller-manager", self.identity)
-        lost = asyncio.Event()
 
-        async def lead() -> None:
-            await self._run_controllers()
+        def stopped() -> None:
+            log.info("controller-manager: %s stopped leading", self.identity)
 
         config = LeaderElectionConfig(
-            lock=lock, on_started_leading=lead, on_stopped_leading=lost.set, release_on_cancel=True
+            lock=lock, on_started_leading=self._run_controllers, on_stopped_leading=stopped, release_on_cancel=True
         )
         await LeaderElector(config).run()
 

@@ -149,61 +149,35 @@ class NamespaceController:
         self, ns: dict[str, Any], remaining: dict[str, int], finalized: dict[str, int], failures: list[str]
     ) -> dict[str, Any]:
         """Upstream's status conditions for a terminating namespace, written only when they change."""
-        wanted = {
-            "NamespaceDeletionContentFailure": (
-                (
-                    "True",
-                    "ContentDeletionFailed",
-                    "Failed to delete all resource types, "
-                    + f"{len(failures)} remaining: "
-                    + ", ".join(sorted(failures)),
-                )
-                if failures
-                else ("False", "ContentDeleted", "All content successfully deleted, may be waiting on finalization")
-            ),
-            "NamespaceContentRemaining": (
-                (
-                    "True",
-                    "SomeResourcesRemain",
-                    "Some resources are remaining: "
-                    + ", ".join(f"{k} has {v} resource instances" for k, v in sorted(remaining.items())),
-                )
-                if remaining
-                else ("False", "ContentRemoved", "All content successfully removed")
-            ),
-            "NamespaceFinalizersRemaining": (
-                (
-                    "True",
-                    "SomeFinalizersRemain",
-                    "Some content in the namespace has finalizers remaining: "
-                    + ", ".join(f"{k} in {v} resource instances" for k, v in sorted(finalized.items())),
-                )
-                if finalized
-                else ("False", "ContentHasNoFinalizers", "All content-preserving finalizers finished")
-            ),
-        }
-        status = ns.setdefault("status", {})
-        conditions = [c for c in status.get("conditions") or [] if c.get("type") not in wanted]
-        old = {c.get("type"): c for c in status.get("conditions") or []}
+        now = meta.rfc3339(meta.now())
         changed = False
-        for typ, (state, reason, message) in wanted.items():
-            prev = old.get(typ)
-            if prev and (prev.get("status"), prev.get("reason"), prev.get("message")) == (state, reason, message):
-                conditions.append(prev)
-                continue
-            changed = True
-            conditions.append(
-                {
-                    "type": typ,
-                    "status": state,
-                    "lastTransitionTime": meta.rfc3339(meta.now()),
-                    "reason": reason,
-                    "message": message,
-                }
+        for typ, problems, (true_reason, prefix), (false_reason, all_clear) in (
+            (
+                "NamespaceDeletionContentFailure",
+                sorted(failures),
+                ("ContentDeletionFailed", f"Failed to delete all resource types, {len(failures)} remaining: "),
+                ("ContentDeleted", "All content successfully deleted, may be waiting on finalization"),
+            ),
+            (
+                "NamespaceContentRemaining",
+                [f"{k} has {v} resource instances" for k, v in sorted(remaining.items())],
+                ("SomeResourcesRemain", "Some resources are remaining: "),
+                ("ContentRemoved", "All content successfully removed"),
+            ),
+            (
+                "NamespaceFinalizersRemaining",
+                [f"{k} in {v} resource instances" for k, v in sorted(finalized.items())],
+                ("SomeFinalizersRemain", "Some content in the namespace has finalizers remaining: "),
+                ("ContentHasNoFinalizers", "All content-preserving finalizers finished"),
+            ),
+        ):
+            state, reason, message = (
+                ("True", true_reason, prefix + ", ".join(problems)) if problems else ("False", false_reason, all_clear)
             )
+            condition = {"type": typ, "status": state, "lastTransitionTime": now, "reason": reason, "message": message}
+            changed |= meta.set_condition(ns, condition)
         if not changed:
             return ns
-        status["conditions"] = conditions
         try:
             return await self.client.update_status("namespaces", ns)
         except (errors.Conflict, errors.NotFound):

@@ -6,8 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pyk8s.api.patch import PatchError, json_patch, merge_patch, strategic_diff, strategic_merge
+from pyk8s.api.patch import PatchError, json_patch, merge_patch, strategic_merge
 from pyk8s.api.schema import kind_node
+from pyk8s.client.three_way_patch import two_way_strategic_patch
 
 POD = kind_node("", "v1", "Pod")
 DEPLOYMENT = kind_node("apps", "v1", "Deployment")
@@ -121,9 +122,10 @@ pod_strategy = st.fixed_dictionaries(
 @settings(max_examples=300, deadline=None)
 @given(a=pod_strategy, b=pod_strategy)
 def test_strategic_patch_of_diff_is_the_target(a, b):
-    patch = strategic_diff(a, b, POD)
+    # The client computes the patch as kubectl does; the server's merge must land exactly on the target.
+    patch = two_way_strategic_patch(a, b, POD)
     assert strategic_merge(a, patch, POD) == b
-    assert strategic_diff(a, a, POD) == {}
+    assert two_way_strategic_patch(a, a, POD) == {}
 
 
 def merge_diff(a, b):

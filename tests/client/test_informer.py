@@ -5,7 +5,6 @@ equal to the server's state and every handler must have seen a consistent histor
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import random
 
 import pytest
@@ -208,5 +207,3 @@ async def test_informer_survives_storm_restart_and_compaction(storm_server):
         assert first.problems == [] and late.problems == []
         await factory.shutdown()
     await proxy.close()
-    with contextlib.suppress(Exception):
-        storm_server.log_tail()

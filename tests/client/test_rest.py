@@ -10,8 +10,9 @@ import pytest
 from aiohttp import web
 
 from pyk8s.api import errors
+from pyk8s.client.flowcontrol import TokenBucket
 from pyk8s.client.kubeconfig import ClientConfig
-from pyk8s.client.rest import RESTClient, TokenBucket, resolve_resource
+from pyk8s.client.rest import RESTClient, resolve_resource
 from pyk8s.testing.etcd import free_port
 
 

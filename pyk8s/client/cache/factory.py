@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...api.resources import Resource
-from ..rest import ResourceLike, RESTClient, _as_resource
+from ..rest import ResourceLike, RESTClient, as_resource
 from .listers import GenericLister
 from .shared_informer import SharedIndexInformer
 
@@ -50,7 +50,7 @@ class SharedInformerFactory:
 
     def set_resync(self, resource: ResourceLike, period: float) -> None:
         """A resync period for one resource's informer, set before asking for it."""
-        self._resync[_as_resource(resource)] = period
+        self._resync[as_resource(resource)] = period
 
     def for_resource(
         self,
@@ -59,7 +59,7 @@ class SharedInformerFactory:
         label_selector: str | None = None,
         field_selector: str | None = None,
     ) -> GenericInformer:
-        r = _as_resource(resource)
+        r = as_resource(resource)
         labels = label_selector if label_selector is not None else self.label_selector
         fields = field_selector if field_selector is not None else self.field_selector
         key = (r.group, r.version, r.plural, self.namespace, labels, fields)

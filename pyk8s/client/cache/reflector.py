@@ -20,7 +20,8 @@ from typing import Any, Protocol
 
 from ...api import errors
 from ...api.resources import Resource
-from ..rest import ResourceLike, RESTClient, _as_resource
+from ..flowcontrol import Backoff
+from ..rest import ResourceLike, RESTClient, as_resource
 
 log = logging.getLogger(__name__)
 
@@ -35,25 +36,6 @@ class ReflectorStore(Protocol):
     def delete(self, obj: Any) -> None: ...
     def replace(self, objs: builtins.list[Any], resource_version: str) -> None: ...
     def resync(self) -> None: ...
-
-
-class Backoff:
-    """Exponential backoff with jitter that resets after a quiet period (upstream: the reflector's
-    BackoffManager: 800 ms initial, 30 s cap, factor 2, jitter 1.0, reset after 2 minutes)."""
-
-    def __init__(self, initial: float = 0.8, cap: float = 30.0, reset_after: float = 120.0) -> None:
-        self.initial, self.cap, self.reset_after = initial, cap, reset_after
-        self._current = 0.0
-        self._last_failure = 0.0
-
-    def next(self) -> float:
-        now = time.monotonic()
-        if not self._current or now - self._last_failure > self.reset_after:
-            self._current = self.initial
-        else:
-            self._current = min(self.cap, self._current * 2)
-        self._last_failure = now
-        return self._current * (1 + random.random())
 
 
 class Reflector:
@@ -73,7 +55,7 @@ class Reflector:
         backoff: Backoff | None = None,
     ) -> None:
         self.client = client
-        self.resource: Resource = _as_resource(resource)
+        self.resource: Resource = as_resource(resource)
         self.store = store
         self.namespace = namespace
         self.label_selector = label_selector

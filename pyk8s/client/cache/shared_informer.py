@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...api.resources import Resource
-from ..rest import ResourceLike, RESTClient, _as_resource
+from ..rest import ResourceLike, RESTClient, as_resource
 from .delta_fifo import DeletedFinalStateUnknown, Delta, DeltaFIFO, DeltaType, FIFOClosedError
 from .indexer import Indexer, IndexFunc
 from .reflector import Reflector
@@ -133,7 +133,7 @@ class SharedIndexInformer:
         page_size: int | None = None,
     ) -> None:
         self.client = client
-        self.resource: Resource = _as_resource(resource)
+        self.resource: Resource = as_resource(resource)
         self.namespace = namespace
         self.label_selector = label_selector
         self.field_selector = field_selector

@@ -42,9 +42,7 @@ class NamespacedOwnerOfClusterScopedObject(LookupError):
 
 def deletable_resources() -> list[Resource]:
     """Every stored resource that can be listed, watched and deleted: what the collector monitors."""
-    return [
-        r for r in TABLE.resources if TABLE.storage_resource(r) is r and {"list", "watch", "delete"} <= set(r.verbs)
-    ]
+    return [r for r in TABLE.stored() if {"watch", "delete"} <= set(r.verbs)]
 
 
 class GarbageCollector:
