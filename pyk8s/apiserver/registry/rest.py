@@ -171,19 +171,21 @@ class RESTStore:
 
     # -- reads -----------------------------------------------------------------------------------------
 
+    async def _cache_at(self, resource_version: str) -> None:
+        """Wait until the watch cache may answer a read at `resource_version`: "" is a consistent read (the
+        cache catches up with storage's current revision, as upstream's consistent reads from cache do, so
+        no storage read and no decode), "0" is any version, otherwise that version or newer."""
+        if resource_version == "":
+            await self.cacher.wait_until_fresh(await self.store.current_revision())
+        elif resource_version != "0":
+            await self.cacher.wait_until_fresh(parse_resource_version(resource_version))
+
     async def get(self, namespace: str, name: str, resource_version: str = "") -> Object:
         key = self.key(namespace, name)
         try:
             if not self.cacher.ready:
                 return await self.store.get(key)
-            if resource_version == "":
-                # A consistent read, served from the cache once it has caught up with storage's current
-                # revision (what upstream does for consistent lists): no storage read, no decode.
-                await self.cacher.wait_until_fresh(await self.store.current_revision())
-            else:
-                rv = parse_resource_version(resource_version)
-                if rv:
-                    await self.cacher.wait_until_fresh(rv)
+            await self._cache_at(resource_version)
         except StorageError as err:
             raise self._storage_error(err, name) from None
         entry = self.cacher.get(key)
@@ -242,10 +244,7 @@ class RESTStore:
         pred = self.predicate(opts)
         try:
             if not self._delegate_list(opts):
-                if opts.resource_version == "":
-                    await self.cacher.wait_until_fresh(await self.store.current_revision())
-                elif opts.resource_version != "0":
-                    await self.cacher.wait_until_fresh(parse_resource_version(opts.resource_version))
+                await self._cache_at(opts.resource_version)
                 entries, rev = self.cacher.list(prefix, pred)
                 return ListResult([en.obj for en in entries], str(rev))
             return await self._list_from_storage(prefix, opts, pred)

@@ -96,7 +96,7 @@ class DeltaFIFO:
             # A delete of something we never knew and have nothing queued for is not news.
             if self.known_objects is None or self.known_objects.get_by_key(key) is None:
                 return
-        self._queue_action(DeltaType.DELETED, obj)
+        self._queue_action(DeltaType.DELETED, obj, key)
 
     def replace(self, objs: Iterable[Any], resource_version: str = "") -> None:
         """A fresh list: Replaced for each listed object, tombstones for each known one that is gone."""
