@@ -1,5 +1,5 @@
-"""The `pyk8s` command: `up` (a whole cluster), `apiserver`, `controller-manager`, `apply`/`delete` of manifests, and
-`version`. Flags follow upstream's names."""
+"""The `pyk8s` command: `up` (a whole cluster), `apiserver`, `controller-manager`, `scheduler` (its commands live in
+`pyk8s.scheduler.cli`), `apply`/`delete` of manifests, and `version`. Flags follow upstream's names."""
 
 from __future__ import annotations
 
@@ -151,12 +151,12 @@ def apiserver(data_dir: Path | None, verbosity: int, **kw: object) -> None:
         raise click.ClickException(str(e)) from None
 
 
-async def _start_component(name: str, kubeconfig: Path, verbosity: int) -> asyncio.subprocess.Process:
+async def _start_component(name: str, kubeconfig: Path, verbosity: int, *args: str) -> asyncio.subprocess.Process:
     """`pyk8s <name> --kubeconfig ...` as a child process sharing our terminal's stderr for its logs."""
     import sys
 
     return await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "pyk8s", name, "--kubeconfig", str(kubeconfig), "--v", str(verbosity),
+        sys.executable, "-m", "pyk8s", name, "--kubeconfig", str(kubeconfig), "--v", str(verbosity), *args,
         stdin=asyncio.subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
 
@@ -198,9 +198,13 @@ def up(data_dir: Path | None, verbosity: int, **kw: object) -> None:
         with console.status("starting the API server (storage, PKI, watch caches)..."):
             await server.start()
         # The other components are clients of the API server, each in its own process as upstream's.
-        components = [await _start_component("controller-manager", server.kubeconfig_path, verbosity)]
+        components = [
+            await _start_component("controller-manager", server.kubeconfig_path, verbosity),
+            # Port 0: the scheduler's health/metrics port is any free one, so two clusters never collide.
+            await _start_component("scheduler", server.kubeconfig_path, verbosity, "--secure-port", "0"),
+        ]
         console.print(f"[green]pyk8s is up[/]: API server at {server.url} (data in {server.options.data_dir})")
-        console.print("controller manager: garbage collector, namespace controller")
+        console.print("controller manager: garbage collector, namespace controller; scheduler: default profile")
         console.print("Use it with:")
         print(f"export KUBECONFIG={server.kubeconfig_path}", flush=True)
         print("kubectl get namespaces", flush=True)
@@ -413,3 +417,12 @@ def delete(ignore_not_found: bool, cascade: str, grace_period: int | None, **kw:
 
 if __name__ == "__main__":
     main()
+
+
+def _add_component_commands() -> None:
+    from .scheduler.cli import scheduler
+
+    main.add_command(scheduler)
+
+
+_add_component_commands()

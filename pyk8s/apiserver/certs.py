@@ -195,3 +195,12 @@ def write_kubeconfig(path: Path, server: str, pki: PKI | None, *, cluster: str =
         "preferences": {},
     }
     _write_private(path, yaml.safe_dump(config, sort_keys=False).encode())
+
+
+def self_signed_serving_pair(names: list[str]) -> tuple[bytes, bytes]:
+    """A self-signed serving certificate and its key (PEM) for a component's secure port when it is given
+    none, as kube-scheduler and kube-controller-manager generate one in memory."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0] if names else "localhost")])
+    cert = _issue(subject, key, subject, key, sans=_san_list(names), usage=[ExtendedKeyUsageOID.SERVER_AUTH])
+    return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)

@@ -51,6 +51,23 @@ def test_up_serves_stops_on_ctrl_c_and_keeps_state(tmp_path):
         out = kubectl(home, kubeconfig, "delete", "namespace", "doomed", "--timeout=50s")
         assert out.returncode == 0, out.stderr
         assert kubectl(home, kubeconfig, "get", "namespace", "doomed").returncode == 1
+        # And the scheduler: a pod is bound to the only node.
+        node = (
+            "apiVersion: v1\nkind: Node\nmetadata: {name: up-node}\n"
+            "status: {allocatable: {cpu: '2', memory: 4Gi, pods: '10'}, capacity: {cpu: '2', memory: 4Gi, pods: '10'}}\n"
+            "---\napiVersion: v1\nkind: Pod\nmetadata: {name: up-pod, namespace: default}\n"
+            "spec: {containers: [{name: c, image: pause}]}\n"
+        )
+        subprocess.run(
+            [kubectl_binary(), "apply", "-f", "-"], input=node, text=True, env=env, check=True, capture_output=True
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            got = kubectl(home, kubeconfig, "get", "pod", "up-pod", "-o", "jsonpath={.spec.nodeName}")
+            if got.stdout == "up-node":
+                break
+            time.sleep(0.3)
+        assert got.stdout == "up-node", got.stderr
     finally:
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=30)

@@ -1,0 +1,403 @@
+"""Scheduler benchmark after upstream's scheduler_perf: its workload shapes against a real `pyk8s apiserver`, with
+`pyk8s scheduler` in its own process, pods counted as bound from a watch, throughput sampled every second.
+
+For each workload: a fresh API server; N nodes and the init pods created through the API (and waited for until
+bound); then the measured pods are created while a watch counts bindings per 1 s sample. The table shows the
+average of the samples (upstream's SchedulingThroughput Average), upstream's threshold for that workload and the
+ratio between them. In the same run, the scheduling algorithm alone (no API: snapshot, filters, scores and
+assume, in this process) is timed per pod at 5000 nodes — vectorized, and per node as the baseline.
+
+Run: python bench/scheduler_perf.py [--quick] [--only SUBSTRING] [--skip-e2e]
+The references are in ../shared/reference/scheduler-perf-workloads.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import copy
+import gc
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from pyk8s.client.kubeconfig import load_kubeconfig
+from pyk8s.client.rest import RESTClient
+from pyk8s.testing.cluster import APIServerProcess
+
+console = Console()
+
+# -- upstream's templates (sp/templates, see the reference page) ---------------------------------------------
+
+
+def node_template(i: int, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    res = {"pods": "110", "cpu": "4", "memory": "32Gi"}
+    name = f"scheduler-perf-{i}"
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
+        "status": {
+            "capacity": res,
+            "allocatable": res,
+            "conditions": [{"type": "Ready", "status": "True"}],
+            "phase": "Running",
+        },
+    }
+
+
+def pod_default(cpu: str = "100m", priority: int | None = None, limits: bool = True) -> dict[str, Any]:
+    req = {"cpu": cpu, "memory": "500Mi"}
+    spec: dict[str, Any] = {
+        "containers": [
+            {
+                "name": "pause",
+                "image": "registry.k8s.io/pause:3.10",
+                "ports": [{"containerPort": 80}],
+                "resources": {"requests": req, **({"limits": req} if limits else {})},
+            }
+        ]
+    }
+    if priority is not None:
+        spec["priority"] = priority
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"generateName": "pod-"}, "spec": spec}
+
+
+def with_label_and(pod: dict[str, Any], labels: dict[str, str], **spec: Any) -> dict[str, Any]:
+    p = copy.deepcopy(pod)
+    p["metadata"]["labels"] = labels
+    p["spec"].update(spec)
+    return p
+
+
+NS_TERMS = ["sched-1", "sched-0"]
+
+
+def pod_anti_affinity() -> dict[str, Any]:
+    term = {"labelSelector": {"matchLabels": {"color": "green"}}, "topologyKey": "kubernetes.io/hostname",
+            "namespaces": NS_TERMS}  # fmt: skip
+    return with_label_and(pod_default(), {"color": "green"},
+                          affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}})  # fmt: skip
+
+
+def pod_affinity() -> dict[str, Any]:
+    term = {"labelSelector": {"matchLabels": {"color": "blue"}}, "topologyKey": "topology.kubernetes.io/zone",
+            "namespaces": NS_TERMS}  # fmt: skip
+    return with_label_and(pod_default(), {"color": "blue"},
+                          affinity={"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}})  # fmt: skip
+
+
+def pod_preferred_affinity() -> dict[str, Any]:
+    term = {"labelSelector": {"matchLabels": {"color": "red"}}, "topologyKey": "kubernetes.io/hostname",
+            "namespaces": NS_TERMS}  # fmt: skip
+    pref = [{"weight": 1, "podAffinityTerm": term}]
+    return with_label_and(pod_default(), {"color": "red"},
+                          affinity={"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": pref}})  # fmt: skip
+
+
+def pod_node_affinity() -> dict[str, Any]:
+    term = {
+        "matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["zone1", "zone2"]}]
+    }
+    return with_label_and(pod_default(), {},
+                          affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+                                                     {"nodeSelectorTerms": [term]}}})  # fmt: skip
+
+
+def pod_spreading(when: str) -> dict[str, Any]:
+    c = {"maxSkew": 5, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": when,
+         "labelSelector": {"matchLabels": {"color": "blue"}}}  # fmt: skip
+    return with_label_and(pod_default(), {"color": "blue"}, topologySpreadConstraints=[c])
+
+
+def pod_low_priority() -> dict[str, Any]:
+    p = pod_default(cpu="900m")
+    p["spec"]["terminationGracePeriodSeconds"] = 0
+    return p
+
+
+# -- workloads (the largest performance variant of each; `--quick` divides the sizes by 10) ---------------------
+
+
+@dataclass
+class Workload:
+    name: str
+    nodes: int
+    init: int
+    measured: int
+    threshold: float | None
+    measured_pod: Callable[[], dict[str, Any]] = pod_default
+    init_pod: Callable[[], dict[str, Any]] | None = None
+    node_labels: Callable[[int], dict[str, str]] = field(default=lambda i: {})
+    churn: Callable[[], dict[str, Any]] | None = None  # one such pod created every 200 ms while measuring
+    init_ns: str = "sched-0"
+    measured_ns: str = "sched-1"
+
+
+def zone1(_: int) -> dict[str, str]:
+    return {"topology.kubernetes.io/zone": "zone1"}
+
+
+def moons(i: int) -> dict[str, str]:
+    return {"topology.kubernetes.io/zone": f"moon-{i % 3 + 1}"}
+
+
+WORKLOADS = [
+    Workload("SchedulingBasic/500Nodes", 500, 500, 1000, None),
+    Workload("SchedulingBasic/5000Nodes_10000Pods", 5000, 1000, 10000, 680),
+    Workload("SchedulingPodAntiAffinity/5000Nodes_2000Pods", 5000, 1000, 2000, 60, pod_anti_affinity,
+             pod_anti_affinity),
+    Workload("SchedulingPodAffinity/5000Nodes_5000Pods", 5000, 5000, 5000, 35, pod_affinity, pod_affinity, zone1),
+    Workload("SchedulingPreferredPodAffinity/5000Nodes_5000Pods", 5000, 5000, 5000, 90, pod_preferred_affinity,
+             pod_preferred_affinity),
+    Workload("SchedulingNodeAffinity/5000Nodes_10000Pods", 5000, 5000, 10000, 220, pod_node_affinity,
+             pod_node_affinity, zone1),
+    Workload("TopologySpreading/5000Nodes_5000Pods", 5000, 5000, 5000, 460, lambda: pod_spreading("DoNotSchedule"),
+             pod_default, moons),
+    Workload("PreferredTopologySpreading/5000Nodes_5000Pods", 5000, 5000, 5000, 340,
+             lambda: pod_spreading("ScheduleAnyway"), pod_default, moons),
+    Workload("Unschedulable/5kNodes/100Init/10kPods", 5000, 100, 10000, 590,
+             churn=lambda: pod_default(cpu="9", priority=10, limits=False)),
+    Workload("PreemptionBasic/1000Nodes", 1000, 4000, 1000, None, lambda: pod_default(cpu="3000m", priority=10),
+             pod_low_priority),
+]  # fmt: skip
+
+
+# -- end to end --------------------------------------------------------------------------------------------------
+
+
+async def create_many(client: RESTClient, resource: str, objs: list[dict[str, Any]], ns: str | None,
+                      progress: Progress, label: str, concurrency: int = 48) -> None:  # fmt: skip
+    task = progress.add_task(label, total=len(objs))
+    it = iter(objs)
+
+    async def worker() -> None:
+        for obj in it:
+            await client.create(resource, obj, ns)
+            progress.advance(task)
+
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    progress.remove_task(task)
+
+
+class BindCounter:
+    """Counts pods of one namespace as they get bound, from a watch."""
+
+    def __init__(self, client: RESTClient, namespace: str) -> None:
+        self.client = client
+        self.namespace = namespace
+        self.bound: set[str] = set()
+        self.task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        lst = await self.client.list("pods", self.namespace)
+        for p in lst["items"]:
+            if p["spec"].get("nodeName"):
+                self.bound.add(p["metadata"]["name"])
+        rv = lst["metadata"]["resourceVersion"]
+        self.task = asyncio.create_task(self._watch(rv))
+
+    async def _watch(self, rv: str) -> None:
+        self.rv = rv
+        while True:
+            try:
+                async with self.client.watch("pods", self.namespace, resource_version=self.rv) as w:
+                    async for ev in w:
+                        obj = ev.object
+                        self.rv = obj["metadata"].get("resourceVersion", self.rv)
+                        if ev.type in ("ADDED", "MODIFIED") and obj["spec"].get("nodeName"):
+                            self.bound.add(obj["metadata"]["name"])
+            except ConnectionError:
+                await asyncio.sleep(0.5)  # the stream broke: watch again from the last version seen
+
+    def check(self) -> None:
+        """Raise what ended the watch task, if it died (a benchmark must not wait on a dead counter)."""
+        if self.task is not None and self.task.done() and not self.task.cancelled():
+            self.task.result()
+
+    def stop(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+
+
+def start_scheduler(kubeconfig: Path, log: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "pyk8s", "scheduler", "--kubeconfig", str(kubeconfig), "--no-leader-elect",
+         "--secure-port", "-1", "--kube-api-qps", "5000", "--kube-api-burst", "5000"],
+        stdout=subprocess.DEVNULL, stderr=log.open("wb"),
+    )  # fmt: skip
+
+
+async def wait_bound(counter: BindCounter, n: int, progress: Progress, label: str, timeout: float) -> bool:
+    task = progress.add_task(label, total=n)
+    deadline = time.monotonic() + timeout
+    while len(counter.bound) < n and time.monotonic() < deadline:
+        counter.check()
+        progress.update(task, completed=len(counter.bound))
+        await asyncio.sleep(0.2)
+    progress.remove_task(task)
+    return len(counter.bound) >= n
+
+
+async def run_workload(w: Workload, scale: int, progress: Progress) -> dict[str, Any]:
+    nodes, init, measured = max(1, w.nodes // scale), w.init // scale, max(1, w.measured // scale)
+    server = APIServerProcess().start()
+    sched = None
+    try:
+        config = load_kubeconfig(str(server.kubeconfig)).with_options(qps=-1)
+        async with RESTClient(config) as client:
+            for ns in {w.init_ns, w.measured_ns}:
+                await client.create("namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+            await create_many(client, "nodes", [node_template(i, w.node_labels(i)) for i in range(nodes)], None,
+                              progress, f"{w.name}: nodes")  # fmt: skip
+            sched = start_scheduler(server.kubeconfig, server.dir / "scheduler.log")
+            init_counter = BindCounter(client, w.init_ns)
+            await init_counter.start()
+            if init:
+                make = w.init_pod or w.measured_pod
+                await create_many(client, "pods", [make() for _ in range(init)], w.init_ns, progress,
+                                  f"{w.name}: init pods")  # fmt: skip
+                await wait_bound(init_counter, init, progress, f"{w.name}: init pods bound", 600)
+            init_counter.stop()
+            counter = BindCounter(client, w.measured_ns)
+            await counter.start()
+            base = len(counter.bound)
+            samples: list[float] = []
+            churn_task = None
+            if w.churn is not None:
+                churn = w.churn
+
+                async def churner() -> None:
+                    while True:
+                        await client.create("pods", churn(), "default")
+                        await asyncio.sleep(0.2)
+
+                churn_task = asyncio.create_task(churner())
+            measured_pods = [w.measured_pod() for _ in range(measured)]
+            creating = create_many(client, "pods", measured_pods, w.measured_ns, progress, f"{w.name}: measured pods")
+            creator = asyncio.create_task(creating)
+            bar = progress.add_task(f"{w.name}: measured pods bound", total=measured)
+            last = base
+            started = time.monotonic()
+            stalled = 0
+            while len(counter.bound) - base < measured:
+                await asyncio.sleep(1.0)
+                counter.check()
+                now = len(counter.bound)
+                samples.append(float(now - last))
+                stalled = stalled + 1 if now == last and creator.done() else 0
+                last = now
+                progress.update(bar, completed=now - base)
+                if stalled >= 30:
+                    break
+            elapsed = time.monotonic() - started
+            progress.remove_task(bar)
+            await creator
+            if churn_task is not None:
+                churn_task.cancel()
+            counter.stop()
+            bound = len(counter.bound) - base
+    finally:
+        if sched is not None:
+            sched.terminate()
+            sched.wait(15)
+        server.cleanup()
+    avg = statistics.fmean(samples) if samples else 0.0
+    return {"name": w.name, "nodes": nodes, "measured": measured, "bound": bound, "avg": avg,
+            "p50": statistics.median(samples) if samples else 0.0, "elapsed": elapsed, "threshold": w.threshold}  # fmt: skip
+
+
+# -- the algorithm alone -----------------------------------------------------------------------------------------
+
+
+def algorithm_per_pod(num_nodes: int, num_pods: int, vectorized: bool, init_pods: int = 1000) -> float:
+    """µs per pod for ScheduleAlgorithm.schedule_pod + assume over `num_nodes` default nodes (SchedulingBasic)."""
+    from pyk8s.scheduler.cache import SchedulerCache
+    from pyk8s.scheduler.config import default_config
+    from pyk8s.scheduler.framework.handle import FrameworkHandle
+    from pyk8s.scheduler.framework.interface import CycleState
+    from pyk8s.scheduler.framework.snapshot import Snapshot
+    from pyk8s.scheduler.plugins.registry import build_framework
+    from pyk8s.scheduler.schedule_one import ScheduleAlgorithm
+
+    cache = SchedulerCache()
+    for i in range(num_nodes):
+        cache.add_node(node_template(i))
+    snapshot = Snapshot()
+    fw = build_framework(default_config(), "default-scheduler", FrameworkHandle(snapshot), vectorized=vectorized)
+    algo = ScheduleAlgorithm(cache, snapshot)
+    counter = 0
+
+    def one() -> None:
+        nonlocal counter
+        counter += 1
+        pod = pod_default()
+        pod["metadata"] = {"name": f"p{counter}", "namespace": "default", "uid": f"uid-{counter}"}
+        pod["spec"]["schedulerName"] = "default-scheduler"
+        result = algo.schedule_pod(fw, CycleState(), pod)
+        pod["spec"]["nodeName"] = result.suggested_host
+        cache.assume_pod(pod)
+
+    for _ in range(init_pods):
+        one()
+    gc.freeze()  # as the scheduler does once its informers have synced
+    t = time.perf_counter()
+    for _ in range(num_pods):
+        one()
+    return (time.perf_counter() - t) / num_pods * 1e6
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="divide every workload's sizes by 10")
+    ap.add_argument("--only", default="", help="run workloads whose name contains this")
+    ap.add_argument("--skip-e2e", action="store_true", help="only the algorithm-alone measurement")
+    args = ap.parse_args()
+    scale = 10 if args.quick else 1
+
+    with console.status("the scheduling algorithm alone at 5000 nodes..."):
+        vec = algorithm_per_pod(5000, 200 if args.quick else 2000, vectorized=True)
+        per_node = algorithm_per_pod(5000, 20 if args.quick else 100, vectorized=False, init_pods=100)
+    t = Table(title="scheduling algorithm alone (SchedulingBasic pods, 5000 nodes, no API)")
+    for c in ("path", "µs per pod", "pods/s", "vs per-node"):
+        t.add_column(c, justify="right")
+    t.add_row("vectorized", f"{vec:,.0f}", f"{1e6 / vec:,.0f}", f"{per_node / vec:.1f}x")
+    t.add_row("per node (baseline)", f"{per_node:,.0f}", f"{1e6 / per_node:,.0f}", "1.0x")
+    console.print(t)
+    if args.skip_e2e:
+        return
+
+    results = []
+    chosen = [w for w in WORKLOADS if args.only in w.name]
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console, transient=True) as progress:  # fmt: skip
+        for w in chosen:
+            results.append(asyncio.run(run_workload(w, scale, progress)))
+            r = results[-1]
+            console.print(
+                f"{r['name']}: {r['avg']:.0f} pods/s ({r['bound']}/{r['measured']} bound in {r['elapsed']:.0f} s)"
+            )
+    table = Table(title=f"scheduler_perf end to end{' (--quick: sizes / 10)' if args.quick else ''}")
+    for c in ("workload", "nodes", "pods", "pods/s (avg of 1 s samples)", "p50", "upstream threshold", "ratio"):
+        table.add_column(c, justify="right")
+    for r in results:
+        thr = r["threshold"]
+        ratio = f"{r['avg'] / thr:.2f}" if thr else "-"
+        table.add_row(r["name"], str(r["nodes"]), f"{r['bound']}/{r['measured']}", f"{r['avg']:,.0f}",
+                      f"{r['p50']:,.0f}", str(thr or "-"), ratio)  # fmt: skip
+    console.print(table)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,297 @@
+"""The scheduler cache (upstream: pkg/scheduler/backend/cache): nodes and the pods on them, kept from
+informer events, plus pods the scheduler has *assumed* onto a node before the API server confirms the binding.
+
+- `assume_pod` right after a scheduling cycle picks a node, so the next cycle already counts the pod there;
+- `finish_binding` once the bind request returned (starts the assumed pod's expiry clock, if a TTL is set);
+- `forget_pod` when binding failed; the informer's add of the bound pod confirms an assumed pod;
+- `cleanup_assumed_pods` drops assumed pods whose binding finished but never showed up within the TTL.
+
+`update_snapshot` refreshes the cycle's `Snapshot` by copying only the nodes that changed since the last call.
+Nodes are listed zone by zone, round-robin, as upstream's nodeTree does, so a percentage-limited search spreads
+over zones.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .framework.interface import Node, Pod
+from .framework.snapshot import Snapshot
+from .framework.types import ImageStateSummary, NodeInfo, PodInfo
+
+log = logging.getLogger(__name__)
+
+ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
+REGION_LABELS = ("topology.kubernetes.io/region", "failure-domain.beta.kubernetes.io/region")
+
+
+def zone_key(node: Node) -> str:
+    """A node's region and zone as one key (upstream: utilnode.GetZoneKey); "" when it has neither."""
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    region = next((labels[k] for k in REGION_LABELS if labels.get(k)), "")
+    zone = next((labels[k] for k in ZONE_LABELS if labels.get(k)), "")
+    if not region and not zone:
+        return ""
+    return f"{region}:\x00:{zone}"
+
+
+@dataclass
+class PodState:
+    pod: Pod
+    node_name: str
+    deadline: float | None = None  # set by finish_binding when a TTL is configured
+    binding_finished: bool = False
+
+
+class SchedulerCache:
+    def __init__(self, ttl: float = 0.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self.ttl = ttl  # 0: assumed pods never expire (they are confirmed by the informer or forgotten)
+        self.clock = clock
+        self.nodes: dict[str, NodeInfo] = {}
+        self.pod_states: dict[str, PodState] = {}
+        self.assumed: set[str] = set()
+        self._zones: dict[str, list[str]] = {}  # zone key -> node names, in arrival order
+        self._image_nodes: dict[str, set[str]] = {}
+        self._image_sizes: dict[str, int] = {}
+        self._dirty: set[str] = set()
+        self._node_object_dirty: set[str] = set()
+        self._membership_changed = True
+        self.generation = 0
+
+    # -- nodes ------------------------------------------------------------------------------------------------
+
+    def add_node(self, node: Node) -> None:
+        name = node["metadata"]["name"]
+        ni = self.nodes.get(name)
+        if ni is None:
+            ni = self.nodes[name] = NodeInfo()
+        elif ni.node is not None:
+            self._remove_from_tree(ni.node)
+            self._remove_images(ni.node)
+        had_node = ni.node is not None
+        ni.set_node(node)
+        self._add_to_tree(node)
+        self._add_images(node)
+        self._touch(name, node_object=True)
+        if not had_node:
+            self._membership_changed = True
+
+    def update_node(self, old: Node | None, new: Node) -> None:
+        name = new["metadata"]["name"]
+        ni = self.nodes.get(name)
+        if ni is not None and ni.node is not None and old is not None and zone_key(old) != zone_key(new):
+            self._membership_changed = True  # the node moves in the zone round-robin order
+        self.add_node(new)
+
+    def remove_node(self, node: Node) -> None:
+        name = node["metadata"]["name"]
+        ni = self.nodes.get(name)
+        if ni is None or ni.node is None:
+            return
+        self._remove_from_tree(ni.node)
+        self._remove_images(ni.node)
+        if ni.pods:
+            ni.remove_node()  # keep the pods until their deletes arrive (upstream does the same)
+        else:
+            del self.nodes[name]
+        self._membership_changed = True
+        self._touch(name, node_object=True)
+
+    def _add_to_tree(self, node: Node) -> None:
+        self._zones.setdefault(zone_key(node), []).append(node["metadata"]["name"])
+
+    def _remove_from_tree(self, node: Node) -> None:
+        names = self._zones.get(zone_key(node))
+        if names is not None:
+            try:
+                names.remove(node["metadata"]["name"])
+            except ValueError:
+                pass
+            if not names:
+                del self._zones[zone_key(node)]
+
+    def _add_images(self, node: Node) -> None:
+        name = node["metadata"]["name"]
+        for image in (node.get("status") or {}).get("images") or ():
+            for n in image.get("names") or ():
+                key = n
+                self._image_nodes.setdefault(key, set()).add(name)
+                self._image_sizes[key] = int(image.get("sizeBytes") or 0)
+
+    def _remove_images(self, node: Node) -> None:
+        name = node["metadata"]["name"]
+        for image in (node.get("status") or {}).get("images") or ():
+            for n in image.get("names") or ():
+                key = n
+                holders = self._image_nodes.get(key)
+                if holders is not None:
+                    holders.discard(name)
+                    if not holders:
+                        del self._image_nodes[key]
+                        self._image_sizes.pop(key, None)
+
+    def node_names_in_tree_order(self) -> list[str]:
+        """Zone round-robin: the first node of each zone, then the second of each, … (upstream: nodeTree.list)."""
+        zones = list(self._zones.values())
+        out: list[str] = []
+        depth = max((len(z) for z in zones), default=0)
+        for i in range(depth):
+            for z in zones:
+                if i < len(z):
+                    out.append(z[i])
+        return out
+
+    # -- pods -------------------------------------------------------------------------------------------------
+
+    def _node_info_for(self, node_name: str) -> NodeInfo:
+        ni = self.nodes.get(node_name)
+        if ni is None:
+            ni = self.nodes[node_name] = NodeInfo()  # pods may arrive before their node
+        return ni
+
+    def _add_pod(self, pod: Pod, assumed: bool) -> None:
+        node_name = pod["spec"]["nodeName"]
+        self._node_info_for(node_name).add_pod(PodInfo(pod))
+        uid = pod["metadata"]["uid"]
+        self.pod_states[uid] = PodState(pod, node_name)
+        if assumed:
+            self.assumed.add(uid)
+        self._touch(node_name)
+
+    def _remove_pod(self, pod: Pod, node_name: str) -> None:
+        ni = self.nodes.get(node_name)
+        if ni is not None:
+            ni.remove_pod(pod)
+            if ni.node is None and not ni.pods:
+                del self.nodes[node_name]
+            self._touch(node_name)
+        uid = pod["metadata"]["uid"]
+        self.pod_states.pop(uid, None)
+        self.assumed.discard(uid)
+
+    def assume_pod(self, pod: Pod) -> None:
+        """Count `pod` (with spec.nodeName set to the chosen node) on its node before the binding lands."""
+        uid = pod["metadata"]["uid"]
+        if uid in self.pod_states:
+            raise ValueError(f"pod {pod['metadata'].get('namespace')}/{pod['metadata'].get('name')} is in the cache, "
+                             "so can't be assumed")  # fmt: skip
+        self._add_pod(pod, assumed=True)
+
+    def finish_binding(self, pod: Pod) -> None:
+        uid = pod["metadata"]["uid"]
+        ps = self.pod_states.get(uid)
+        if ps is not None and uid in self.assumed:
+            ps.binding_finished = True
+            if self.ttl > 0:
+                ps.deadline = self.clock() + self.ttl
+
+    def forget_pod(self, pod: Pod) -> None:
+        """Undo `assume_pod` (binding failed)."""
+        uid = pod["metadata"]["uid"]
+        ps = self.pod_states.get(uid)
+        if ps is None or uid not in self.assumed:
+            return
+        self._remove_pod(ps.pod, ps.node_name)
+
+    def is_assumed_pod(self, pod: Pod) -> bool:
+        return pod["metadata"].get("uid") in self.assumed
+
+    def get_pod(self, pod: Pod) -> Pod | None:
+        ps = self.pod_states.get(pod["metadata"].get("uid", ""))
+        return None if ps is None else ps.pod
+
+    def add_pod(self, pod: Pod) -> None:
+        """An assigned pod from the informer: confirms an assumed pod (moving it if it landed elsewhere)."""
+        uid = pod["metadata"]["uid"]
+        ps = self.pod_states.get(uid)
+        if ps is not None and uid in self.assumed:
+            if ps.node_name != pod["spec"]["nodeName"]:
+                log.warning("pod %s was assumed on %s but assigned to %s", uid, ps.node_name, pod["spec"]["nodeName"])
+            self._remove_pod(ps.pod, ps.node_name)
+            self._add_pod(pod, assumed=False)
+        elif ps is None:
+            self._add_pod(pod, assumed=False)
+        else:
+            self.update_pod(ps.pod, pod)
+
+    def update_pod(self, old: Pod, new: Pod) -> None:
+        uid = new["metadata"]["uid"]
+        ps = self.pod_states.get(uid)
+        if ps is None:
+            self._add_pod(new, assumed=False)
+            return
+        if uid in self.assumed:
+            # An update of an assumed pod before its add was seen: take it as the add.
+            self.add_pod(new)
+            return
+        self._remove_pod(ps.pod, ps.node_name)
+        self._add_pod(new, assumed=False)
+
+    def remove_pod(self, pod: Pod) -> None:
+        ps = self.pod_states.get(pod["metadata"]["uid"])
+        if ps is None:
+            return
+        self._remove_pod(ps.pod, ps.node_name)
+
+    def cleanup_assumed_pods(self) -> list[Pod]:
+        """Expire assumed pods whose binding finished more than TTL ago without the informer confirming."""
+        now = self.clock()
+        expired = []
+        for uid in list(self.assumed):
+            ps = self.pod_states[uid]
+            if ps.binding_finished and ps.deadline is not None and now >= ps.deadline:
+                log.warning("assumed pod %s on %s expired", uid, ps.node_name)
+                expired.append(ps.pod)
+                self._remove_pod(ps.pod, ps.node_name)
+        return expired
+
+    # -- snapshot ---------------------------------------------------------------------------------------------
+
+    def _touch(self, node_name: str, node_object: bool = False) -> None:
+        self.generation += 1
+        self._dirty.add(node_name)
+        if node_object:
+            self._node_object_dirty.add(node_name)
+
+    def _snapshot_copy(self, ni: NodeInfo) -> NodeInfo:
+        c = ni.clone()
+        if ni.node is not None:
+            states: dict[str, ImageStateSummary] = {}
+            for image in (ni.node.get("status") or {}).get("images") or ():
+                for n in image.get("names") or ():
+                    key = n
+                    states[key] = ImageStateSummary(
+                        int(image.get("sizeBytes") or 0), len(self._image_nodes.get(key, ()))
+                    )
+            c.image_states = states
+        return c
+
+    def update_snapshot(self, snapshot: Snapshot) -> None:
+        """Bring `snapshot` up to date with the cache, copying only the nodes that changed."""
+        if snapshot.generation == self.generation and not self._membership_changed:
+            return
+        if self._membership_changed or snapshot.num_nodes() != self._num_nodes_with_objects():
+            snapshot.set_nodes([self._snapshot_copy(self.nodes[name]) for name in self.node_names_in_tree_order()])
+            self._membership_changed = False
+        else:
+            for name in self._dirty:
+                ni = self.nodes.get(name)
+                if ni is not None and ni.node is not None and name in snapshot.positions:
+                    snapshot.replace(self._snapshot_copy(ni), node_changed=name in self._node_object_dirty)
+            snapshot.finish_update()
+        self._dirty.clear()
+        self._node_object_dirty.clear()
+        snapshot.generation = self.generation
+
+    def _num_nodes_with_objects(self) -> int:
+        return sum(len(z) for z in self._zones.values())
+
+    def dump(self) -> dict[str, Any]:
+        return {
+            "nodes": {n: [p.key for p in ni.pods] for n, ni in self.nodes.items()},
+            "assumed": sorted(self.assumed),
+        }

@@ -1,0 +1,162 @@
+"""`pyk8s scheduler` (run the scheduler, as kube-scheduler), `pyk8s scheduler evaluate` (one scenario's plugin
+verdicts as JSON, offline) and `pyk8s scheduler explain NAMESPACE/POD` (the same for a live pending pod)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+import orjson
+
+log = logging.getLogger(__name__)
+
+
+def _load_scheduler_config(path: str | None) -> Any:
+    from .config import ConfigError, load_config
+    from .framework.runtime import FrameworkError
+    from .plugins.registry import check_profiles
+
+    try:
+        config = load_config(path)
+        check_profiles(config)
+    except ConfigError as e:
+        raise click.ClickException(f"invalid configuration {path}: {e}") from None
+    except FrameworkError as e:
+        raise click.ClickException(f"couldn't create scheduler: {e}") from None
+    except OSError as e:
+        raise click.ClickException(f"reading {path}: {e}") from None
+    return config
+
+
+def _feature_gates(text: str) -> dict[str, bool]:
+    gates: dict[str, bool] = {}
+    for item in filter(None, (s.strip() for s in text.split(","))):
+        name, sep, value = item.partition("=")
+        if not sep or value.lower() not in ("true", "false"):
+            raise click.BadParameter(f"{item!r}: want Name=true|false", param_hint="--feature-gates")
+        gates[name] = value.lower() == "true"
+    return gates
+
+
+@click.group("scheduler", invoke_without_command=True)
+@click.option("--kubeconfig", default=None, help="Path to the kubeconfig file (default: KUBECONFIG, in-cluster).")
+@click.option("--config", "config_path", default=None, help="A KubeSchedulerConfiguration (v1) file.")
+@click.option(
+    "--leader-elect/--no-leader-elect", default=None,
+    help="Schedule only while holding the kube-system/kube-scheduler Lease (default: the config's, true).",
+)  # fmt: skip
+@click.option("--secure-port", default=10259, show_default=True, help="HTTPS port for health and metrics; -1 disables.")
+@click.option("--bind-address", default="127.0.0.1", show_default=True, help="Address of the secure port.")
+@click.option("--feature-gates", default="", help="Comma-separated Name=true|false.")
+@click.option("--kube-api-qps", type=float, default=None, help="Overrides clientConnection.qps (default 50).")
+@click.option("--kube-api-burst", type=int, default=None, help="Overrides clientConnection.burst (default 100).")
+@click.option("-v", "--v", "verbosity", default=0, help="Log verbosity (0-4).")
+@click.pass_context
+def scheduler(
+    ctx: click.Context, kubeconfig: str | None, config_path: str | None, leader_elect: bool | None,
+    secure_port: int, bind_address: str, feature_gates: str, kube_api_qps: float | None,
+    kube_api_burst: int | None, verbosity: int,
+) -> None:  # fmt: skip
+    """Run the scheduler (kube-scheduler): assigns pending pods to nodes."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from ..cli import _logging, _run
+    from ..client.kubeconfig import ConfigError, load_config
+    from ..client.rest import RESTClient
+    from .server import SchedulerServer
+
+    _logging(verbosity)
+    config = _load_scheduler_config(config_path)
+    gates = _feature_gates(feature_gates)
+    cc = config.client_connection
+    try:
+        client_config = load_config(kubeconfig or cc.kubeconfig or None).with_options(
+            qps=kube_api_qps if kube_api_qps is not None else cc.qps,
+            burst=kube_api_burst if kube_api_burst is not None else cc.burst,
+        )
+    except ConfigError as e:
+        raise click.ClickException(str(e)) from None
+
+    async def go() -> None:
+        loop = asyncio.get_running_loop()
+        async with RESTClient(client_config) as client:
+            server = SchedulerServer(
+                client, config, leader_elect=leader_elect, bind_address=bind_address, secure_port=secure_port,
+                feature_gates=gates,
+            )  # fmt: skip
+            task = asyncio.create_task(server.run())
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, task.cancel)
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass
+
+    _run(go)
+
+
+@scheduler.command()
+@click.argument("file", default="-")
+@click.option("--config", "config_path", default=None, help="A KubeSchedulerConfiguration (v1) file.")
+def evaluate(file: str, config_path: str | None) -> None:
+    """Every plugin's verdict on one scenario (JSON from FILE or stdin), as JSON on stdout."""
+    from .evaluate import ScenarioError
+    from .evaluate import evaluate as run_evaluate
+
+    config = _load_scheduler_config(config_path)
+    try:
+        raw = sys.stdin.buffer.read() if file == "-" else Path(file).read_bytes()
+    except OSError as e:
+        raise click.ClickException(f"reading {file}: {e}") from None
+    try:
+        scenario = orjson.loads(raw)
+    except orjson.JSONDecodeError as e:
+        raise click.ClickException(f"{file}: not JSON: {e}") from None
+    try:
+        result = run_evaluate(scenario, config)
+    except (ScenarioError, ValueError) as e:
+        raise click.ClickException(f"{file}: {e}") from None
+    click.echo(json.dumps(result, indent=2))
+
+
+@scheduler.command()
+@click.argument("pod")
+@click.option("--kubeconfig", default=None, help="Path to the kubeconfig file.")
+@click.option("--config", "config_path", default=None, help="A KubeSchedulerConfiguration (v1) file.")
+@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def explain(pod: str, kubeconfig: str | None, config_path: str | None, output: str) -> None:
+    """Why NAMESPACE/POD fits or does not fit each node of the live cluster."""
+    from ..cli import _run
+    from ..client.kubeconfig import ConfigError, load_config
+    from ..client.rest import RESTClient
+    from .explain import live_scenario, render
+
+    namespace, _, name = pod.rpartition("/")
+    config = _load_scheduler_config(config_path)
+    try:
+        client_config = load_config(kubeconfig)
+    except ConfigError as e:
+        raise click.ClickException(str(e)) from None
+
+    async def go() -> None:
+        from ..api.errors import StatusError
+        from .evaluate import evaluate as run_evaluate
+
+        async with RESTClient(client_config) as client:
+            try:
+                scenario = await live_scenario(client, namespace or client_config.namespace or "default", name)
+            except StatusError as e:
+                raise click.ClickException(str(e)) from None
+        result = run_evaluate(scenario, config)
+        if output == "json":
+            click.echo(json.dumps(result, indent=2))
+        else:
+            render(scenario, result)
+
+    _run(go)

@@ -1,0 +1,138 @@
+"""Equivalence classes of pods (the seed's EquivalenceCache, done correctly): pods with the same spec and
+namespace — the replicas of one ReplicaSet, Job or benchmark template — get the same verdict from every
+*node-local* plugin, whose Filter and raw Score on a node read only the pod and that node's NodeInfo.
+
+For such plugins the cache keeps, per class, the filter mask and the raw scores over every node of the snapshot.
+The next pod of the class does not recompute them: it replays the snapshot's change log and reruns the plugins'
+per-node forms only on the nodes whose NodeInfo changed since (usually the one node the previous pod was assumed
+on). A rebuilt node list invalidates everything. The per-node forms are the specification and the vectorized
+forms are proven equal to them, so a cached column equals a freshly computed one.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import orjson
+
+from .interface import Code, CycleState, Pod
+from .snapshot import Snapshot
+
+CAPACITY = 256  # classes kept (least recently used dropped)
+REPLAY_LIMIT = 256  # more changed nodes than this: recomputing the column is cheaper than replaying
+
+
+def equivalence_key(state: CycleState, pod: Pod) -> bytes:
+    """The pod's class: its spec and namespace (computed once per cycle)."""
+    key = state.get("__equivalence")
+    if key is None:
+        spec = pod.get("spec") or {}
+        key = orjson.dumps([pod["metadata"].get("namespace", ""), spec], option=orjson.OPT_SORT_KEYS)
+        state.write("__equivalence", key)
+    return key
+
+
+class _Column:
+    __slots__ = ("epoch", "seq", "values")
+
+    def __init__(self, epoch: int, seq: int, values: np.ndarray) -> None:
+        self.epoch = epoch
+        self.seq = seq
+        self.values = values
+
+
+class EquivalenceCache:
+    def __init__(self) -> None:
+        self._columns: OrderedDict[tuple[Any, ...], _Column] = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    def column(
+        self,
+        key: tuple[Any, ...],
+        snapshot: Snapshot,
+        compute: Callable[[], np.ndarray],
+        one: Callable[[int], Any],
+    ) -> np.ndarray:
+        """The column under `key` brought up to date: `compute()` builds it over all nodes, `one(i)` gives the
+        value at position i (the per-node form). Callers must not modify the returned array."""
+        col = self._columns.get(key)
+        if col is not None:
+            changed = snapshot.changed_since(col.epoch, col.seq)
+            if changed is not None and len(changed) <= REPLAY_LIMIT:
+                values = col.values
+                for i in changed:
+                    values[i] = one(i)
+                col.seq = snapshot.change_seq
+                self._columns.move_to_end(key)
+                self.hits += 1
+                return values
+        self.misses += 1
+        values = np.array(compute())  # a private copy: plugins may return memoised arrays
+        self._columns[key] = _Column(snapshot.epoch, snapshot.change_seq, values)
+        self._columns.move_to_end(key)
+        while len(self._columns) > CAPACITY:
+            self._columns.popitem(last=False)
+        return values
+
+    def filter_mask(self, state: CycleState, pod: Pod, snapshot: Snapshot, plugins: Sequence[Any]) -> np.ndarray:
+        """AND of node-local plugins' filters over all nodes, for the pod's class."""
+        nodes = snapshot.node_info_list
+
+        def compute() -> np.ndarray:
+            mask = plugins[0].filter_vector(state, pod, snapshot)
+            for p in plugins[1:]:
+                mask = mask & p.filter_vector(state, pod, snapshot)
+            return mask
+
+        def one(i: int) -> bool:
+            ni = nodes[i]
+            for p in plugins:
+                try:
+                    st = p.filter(state, pod, ni)
+                except Exception:
+                    return False
+                if st is not None and st.code != Code.SUCCESS:
+                    return False
+            return True
+
+        key = ("filter", equivalence_key(state, pod), tuple(p.name for p in plugins))
+        return self.column(key, snapshot, compute, one)
+
+    def raw_scores(self, state: CycleState, pod: Pod, snapshot: Snapshot, plugin: Any) -> np.ndarray:
+        """A node-local plugin's raw scores over all nodes, for the pod's class."""
+        nodes = snapshot.node_info_list
+
+        def compute() -> np.ndarray:
+            return np.asarray(
+                plugin.score_vector(state, pod, snapshot, np.arange(len(nodes), dtype=np.int64)), dtype=np.int64
+            )
+
+        def one(i: int) -> int:
+            score, _ = plugin.score(state, pod, nodes[i])
+            return score
+
+        key = ("score", equivalence_key(state, pod), plugin.name)
+        return self.column(key, snapshot, compute, one)
+
+    def weighted_scores(
+        self, state: CycleState, pod: Pod, snapshot: Snapshot, plugins: Sequence[tuple[Any, int]]
+    ) -> np.ndarray:
+        """The sum of weight * raw score over node-local plugins without normalisation, over all nodes, for the class."""
+        nodes = snapshot.node_info_list
+        everywhere = np.arange(len(nodes), dtype=np.int64)
+
+        def compute() -> np.ndarray:
+            total = np.zeros(len(nodes), dtype=np.int64)
+            for p, w in plugins:
+                total += w * np.asarray(p.score_vector(state, pod, snapshot, everywhere), dtype=np.int64)
+            return total
+
+        def one(i: int) -> int:
+            return sum(w * p.score(state, pod, nodes[i])[0] for p, w in plugins)
+
+        key = ("weighted", equivalence_key(state, pod), tuple((p.name, w) for p, w in plugins))
+        return self.column(key, snapshot, compute, one)

@@ -1,0 +1,653 @@
+"""The framework runtime (upstream: framework/runtime/framework.go): one profile's plugins instantiated and
+run at each extension point in configured order, with upstream's rules for statuses, skips and weights.
+
+Filter and Score have two paths. The per-node path (`run_filter_plugins`, `node_statuses`, and every plugin
+with `vectorized=False`) is upstream's loop, used by preemption and nodes with nominated pods. The fast path
+(`find_feasible`, `run_score_plugins`) asks plugins that offer `filter_vector` / `score_vector` for whole
+columns at once, keeps node-local plugins' columns per equivalence class (`equivalence.py`), and runs the rest
+per node, in upstream's order, so both paths decide alike.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import time
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+import numpy as np
+
+from .. import metrics
+from .equivalence import EquivalenceCache
+from .handle import FrameworkHandle
+from .interface import (
+    EXTENSION_POINTS,
+    MAX_NODE_SCORE,
+    ClusterEventWithHint,
+    Code,
+    CycleState,
+    NodeScore,
+    Plugin,
+    PluginFactory,
+    Pod,
+    PostFilterResult,
+    PreFilterResult,
+    ScorePlugin,
+    Status,
+)
+from .types import NodeInfo, PodInfo
+
+F = TypeVar("F", bound=Callable[..., Any])
+IN_TREE_PREFIX = "pyk8s.scheduler.plugins."
+
+
+class FrameworkError(ValueError):
+    """A profile whose plugins cannot be assembled (unknown plugin, wrong extension point, bad weight)."""
+
+
+class WaitingPod:
+    """A pod a Permit plugin asked to wait (upstream: waitingPod); allowed or rejected by plugins later."""
+
+    def __init__(self, pod: Pod, pending: dict[str, float]) -> None:
+        self.pod = pod
+        self.pending = dict(pending)  # plugin -> timeout (s)
+        self.future: asyncio.Future[Status | None] = asyncio.get_running_loop().create_future()
+
+    def allow(self, plugin: str) -> None:
+        self.pending.pop(plugin, None)
+        if not self.pending and not self.future.done():
+            self.future.set_result(None)
+
+    def reject(self, plugin: str, message: str) -> None:
+        if not self.future.done():
+            self.future.set_result(Status(Code.UNSCHEDULABLE, message, plugin=plugin))
+
+
+def _status_in(result: Any) -> Status | None:
+    if isinstance(result, Status):
+        return result
+    if isinstance(result, tuple):
+        return next((r for r in result if isinstance(r, Status)), None)
+    return None
+
+
+def _timed(point: str) -> Callable[[F], F]:
+    """Record the extension point's duration under upstream's metric, labelled by the resulting status, in the
+    cycles sampled for plugin metrics (upstream samples 10% of them: timing every cycle costs more than it
+    tells)."""
+
+    def wrap(fn: F) -> F:
+        if asyncio.iscoroutinefunction(fn):
+
+            @functools.wraps(fn)
+            async def run_async(self: Framework, state: CycleState, *args: Any) -> Any:
+                if not state.record_plugin_metrics:
+                    return await fn(self, state, *args)
+                t0 = time.perf_counter()
+                result = await fn(self, state, *args)
+                self.observe(point, t0, _status_in(result))
+                return result
+
+            return run_async  # type: ignore[return-value]
+
+        @functools.wraps(fn)
+        def run(self: Framework, state: CycleState, *args: Any) -> Any:
+            if not state.record_plugin_metrics:
+                return fn(self, state, *args)
+            t0 = time.perf_counter()
+            result = fn(self, state, *args)
+            self.observe(point, t0, _status_in(result))
+            return result
+
+        return run  # type: ignore[return-value]
+
+    return wrap
+
+
+class Framework:
+    """One scheduling profile: its plugins per extension point, weights and the handle they share."""
+
+    def __init__(
+        self,
+        profile_name: str,
+        plugins: dict[str, list[tuple[str, int]]],
+        registry: dict[str, PluginFactory],
+        plugin_args: dict[str, dict[str, Any]] | None = None,
+        handle: FrameworkHandle | None = None,
+        *,
+        percentage_of_nodes_to_score: int | None = None,
+        vectorized: bool = True,
+        require_bind: bool = True,
+    ) -> None:
+        self.profile_name = profile_name
+        self.handle = handle or FrameworkHandle()
+        self.handle.framework = self
+        self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
+        plugin_args = plugin_args or {}
+        self.plugins: dict[str, Plugin] = {}
+        for entries in plugins.values():
+            for name, _ in entries:
+                if name in self.plugins:
+                    continue
+                factory = registry.get(name)
+                if factory is None:
+                    raise FrameworkError(f'plugin "{name}" does not exist')
+                try:
+                    self.plugins[name] = factory(plugin_args.get(name), self.handle)
+                except ValueError as e:
+                    raise FrameworkError(f"initializing plugin {name!r}: {e}") from None
+        self.points: dict[str, list[Any]] = {}
+        self.score_weights: dict[str, int] = {}
+        for point, base in EXTENSION_POINTS.items():
+            chosen = []
+            for name, weight in plugins.get(point, []):
+                plugin = self.plugins[name]
+                if not isinstance(plugin, base):
+                    raise FrameworkError(f'plugin "{name}" does not extend {point} plugin')
+                chosen.append(plugin)
+                if point == "score":
+                    if weight is not None and weight < 0:
+                        raise FrameworkError(f"score plugin {name!r} has a negative weight")
+                    self.score_weights[name] = weight or 1
+            self.points[point] = chosen
+        if require_bind and not self.points["bind"]:
+            raise FrameworkError("at least one bind plugin is needed")
+        self.waiting_pods: dict[str, WaitingPod] = {}
+        self._metric_children: dict[tuple[str, Code], Any] = {}
+        # vectorized=False runs every plugin per node: the readable path, and the benchmark's baseline
+        self.vectorized = vectorized
+        self._vector_filters = {p.name for p in self.points["filter"] if vectorized and hasattr(p, "filter_vector")}
+        self.equivalence = EquivalenceCache()
+        self._trusted = {n for n, p in self.plugins.items() if type(p).__module__.startswith(IN_TREE_PREFIX)}
+
+    # -- queue-side ------------------------------------------------------------------------------------------
+
+    def queue_sort_less(self) -> Any:
+        sorters = self.points["queueSort"]
+        return sorters[0].less if sorters else None
+
+    def pre_enqueue_plugins(self) -> list[Any]:
+        return list(self.points["preEnqueue"])
+
+    def events_to_register(self) -> list[tuple[ClusterEventWithHint, str]]:
+        """(event with hint, plugin) for every plugin; a plugin without EnqueueExtensions registers every event."""
+        from .interface import ActionType, ClusterEvent, EnqueueExtensions
+
+        out: list[tuple[ClusterEventWithHint, str]] = []
+        for name, plugin in self.plugins.items():
+            if isinstance(plugin, EnqueueExtensions):
+                out.extend((ev, name) for ev in plugin.events_to_register())
+            else:
+                out.append((ClusterEventWithHint(ClusterEvent("*", ActionType.ALL)), name))
+        return out
+
+    def has_filter_plugins(self) -> bool:
+        return bool(self.points["filter"])
+
+    def has_score_plugins(self) -> bool:
+        return bool(self.points["score"])
+
+    def has_post_filter_plugins(self) -> bool:
+        return bool(self.points["postFilter"])
+
+    # -- PreFilter --------------------------------------------------------------------------------------------
+
+    @_timed("PreFilter")
+    def run_pre_filter_plugins(
+        self, state: CycleState, pod: Pod, nodes: list[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None, set[str]]:
+        """Run every PreFilter; the first rejection stops. Returns (merged result, status, plugins that
+        rejected) — an empty node set from the merged results is UnschedulableAndUnresolvable."""
+        result: PreFilterResult | None = None
+        skipped: set[str] = set()
+        rejecting: set[str] = set()
+        names_for_msg: list[str] = []
+        for plugin in self.points["preFilter"]:
+            try:
+                r, st = plugin.pre_filter(state, pod, nodes)
+            except Exception as e:  # a plugin bug must not take the scheduler down
+                return None, Status.as_error(f"running PreFilter plugin {plugin.name!r}: {e}", plugin.name), set()
+            if st is not None and st.code == Code.SKIP:
+                skipped.add(plugin.name)
+                continue
+            if st is not None and st.code != Code.SUCCESS:
+                st.plugin = plugin.name
+                if st.is_rejected():
+                    return None, st, {plugin.name}
+                return (
+                    None,
+                    Status.as_error(f"running PreFilter plugin {plugin.name!r}: {st.message()}", plugin.name),
+                    set(),
+                )
+            if r is not None and r.node_names is not None:
+                names_for_msg.append(plugin.name)
+                result = r if result is None else result.merge(r)
+                if not result.node_names:
+                    rejecting.update(names_for_msg)
+                    msg = f"node(s) didn't satisfy plugin(s) [{' '.join(names_for_msg)}] simultaneously"
+                    if len(names_for_msg) == 1:
+                        msg = f"node(s) didn't satisfy plugin {names_for_msg[0]}"
+                    return result, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, msg), rejecting
+        state.skip_filter_plugins = skipped
+        return result, None, set()
+
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod: Pod, pod_to_add: PodInfo, node_info: NodeInfo
+    ) -> Status | None:
+        for plugin in self.points["preFilter"]:
+            if plugin.name in state.skip_filter_plugins:
+                continue
+            ext = plugin.pre_filter_extensions()
+            if ext is None:
+                continue
+            st = ext.add_pod(state, pod, pod_to_add, node_info)
+            if st is not None and st.code != Code.SUCCESS:
+                return Status.as_error(f'running AddPod on PreFilter plugin "{plugin.name}": {st.message()}')
+        return None
+
+    def run_pre_filter_extension_remove_pod(
+        self, state: CycleState, pod: Pod, pod_to_remove: PodInfo, node_info: NodeInfo
+    ) -> Status | None:
+        for plugin in self.points["preFilter"]:
+            if plugin.name in state.skip_filter_plugins:
+                continue
+            ext = plugin.pre_filter_extensions()
+            if ext is None:
+                continue
+            st = ext.remove_pod(state, pod, pod_to_remove, node_info)
+            if st is not None and st.code != Code.SUCCESS:
+                return Status.as_error(f'running RemovePod on PreFilter plugin "{plugin.name}": {st.message()}')
+        return None
+
+    # -- Filter -----------------------------------------------------------------------------------------------
+
+    def run_filter_plugins(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        """Upstream's RunFilterPlugins: plugins in order; the first non-success status is the node's."""
+        for plugin in self.points["filter"]:
+            if plugin.name in state.skip_filter_plugins:
+                continue
+            try:
+                st = plugin.filter(state, pod, node_info)
+            except Exception as e:
+                return Status.as_error(f"running Filter plugin {plugin.name!r}: {e}", plugin.name)
+            if st is not None and st.code != Code.SUCCESS:
+                if not st.is_rejected():
+                    return Status.as_error(f"running {plugin.name!r} filter plugin: {st.message()}", plugin.name)
+                st.plugin = plugin.name
+                return st
+        return None
+
+    def run_filter_plugins_with_nominated_pods(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        """Filters run twice when pods of equal or higher priority are nominated to the node: once with them
+        added (they will land there) and once without (they may not) — both must pass (upstream)."""
+        nominated = self._nominated_pods_to_add(pod, node_info.name)
+        for with_nominated in (True, False):
+            if with_nominated and not nominated:
+                continue
+            st_state, ni = state, node_info
+            if with_nominated:
+                st_state = state.clone()
+                ni = node_info.clone()
+                for pi in nominated:
+                    ni.add_pod(pi)
+                    s = self.run_pre_filter_extension_add_pod(st_state, pod, pi, ni)
+                    if s is not None:
+                        return s
+            st = self.run_filter_plugins(st_state, pod, ni)
+            if st is not None:
+                return st
+        return None
+
+    def _nominated_pods_to_add(self, pod: Pod, node_name: str) -> list[PodInfo]:
+        nominator = self.handle.nominator
+        if nominator is None:
+            return []
+        from ..plugins.helper import pod_priority
+
+        uid = pod["metadata"].get("uid")
+        prio = pod_priority(pod)
+        return [
+            pi for pi in nominator.nominated_pods_for_node(node_name) if pi.uid != uid and pod_priority(pi.pod) >= prio
+        ]
+
+    def nodes_with_nominated_pods(self) -> set[str]:
+        nominator = self.handle.nominator
+        if nominator is None:
+            return set()
+        return set(getattr(nominator, "nominated_node_names", lambda: set())())
+
+    def filter_mask(self, state: CycleState, pod: Pod) -> np.ndarray | None:
+        """AND of the vectorized filters over the snapshot's nodes (None when no plugin has one)."""
+        mask: np.ndarray | None = None
+        snapshot = self.handle.snapshot
+        local = []
+        for plugin in self.points["filter"]:
+            if plugin.name in state.skip_filter_plugins or plugin.name not in self._vector_filters:
+                continue
+            if plugin.node_local:
+                local.append(plugin)
+                continue
+            m = plugin.filter_vector(state, pod, snapshot)
+            mask = m if mask is None else (mask & m)
+        if local:
+            m = self.equivalence.filter_mask(state, pod, snapshot, local)
+            mask = m if mask is None else (mask & m)
+        return mask
+
+    @_timed("Filter")
+    def find_feasible(
+        self,
+        state: CycleState,
+        pod: Pod,
+        candidates: list[int] | None,
+        num_to_find: int,
+        start: int,
+    ) -> tuple[list[int], int]:
+        """Positions of up to `num_to_find` feasible nodes, searching the snapshot from `start` round-robin
+        (or only `candidates`, positions a PreFilter narrowed to). Returns (feasible positions, nodes processed).
+        """
+        snapshot = self.handle.snapshot
+        nodes = snapshot.node_info_list
+        n = len(nodes) if candidates is None else len(candidates)
+        if n == 0:
+            return [], 0
+        mask = self.filter_mask(state, pod)
+        nominated = self.nodes_with_nominated_pods()
+        per_node = [
+            p
+            for p in self.points["filter"]
+            if p.name not in state.skip_filter_plugins and p.name not in self._vector_filters
+        ]
+        if candidates is None and not per_node and not nominated:
+            # The common case, all in numpy: the feasible positions at or after `start`, then wrapping around.
+            s = start % n
+            if mask is None:
+                take = min(num_to_find, n)
+                return ((np.arange(take, dtype=np.int64) + s) % n).tolist(), take
+            ok = np.flatnonzero(mask)
+            k = int(np.searchsorted(ok, s))
+            chosen = ok[k : k + num_to_find]
+            if len(chosen) < num_to_find:
+                chosen = np.concatenate((chosen, ok[: min(k, num_to_find - len(chosen))]))
+            if len(chosen) < num_to_find:
+                return chosen.tolist(), n
+            return chosen.tolist(), (int(chosen[-1]) - s) % n + 1
+        if candidates is None:
+            order = np.arange(n, dtype=np.int64)
+            if start:
+                order = np.roll(order, -(start % n))
+        else:
+            order = np.asarray(candidates, dtype=np.int64)
+            if start:
+                order = np.roll(order, -(start % n))
+        ok_order = order if mask is None else order[mask[order]]
+        if not per_node and not nominated:
+            chosen = ok_order[:num_to_find]
+            if len(chosen) < num_to_find:
+                return chosen.tolist(), n
+            # processed = how far along `order` the last chosen node sits
+            last = int(chosen[-1])
+            processed = int(np.nonzero(order == last)[0][0]) + 1
+            return chosen.tolist(), processed
+        feasible: list[int] = []
+        maybe = ok_order.tolist()
+        if nominated and mask is not None:
+            # nodes with nominated pods are always judged per node: their vector verdict ignores those pods
+            extra = {snapshot.positions[name] for name in nominated if name in snapshot.positions}
+            if extra:
+                allowed = set(order.tolist()) & extra
+                maybe = [i for i in order.tolist() if i in allowed or mask[i]]
+        for i in maybe:
+            ni = nodes[i]
+            if ni.name in nominated:
+                st = self.run_filter_plugins_with_nominated_pods(state, pod, ni)
+            else:
+                st = None
+                for plugin in per_node:
+                    try:
+                        st = plugin.filter(state, pod, ni)
+                    except Exception as e:
+                        st = Status.as_error(f"running Filter plugin {plugin.name!r}: {e}", plugin.name)
+                    if st is not None and st.code != Code.SUCCESS:
+                        break
+                    st = None
+            if st is None:
+                feasible.append(i)
+                if len(feasible) >= num_to_find:
+                    processed = int(np.nonzero(order == i)[0][0]) + 1
+                    return feasible, processed
+            elif st.code == Code.ERROR:
+                raise FilterError(st)
+        return feasible, n
+
+    def node_statuses(self, state: CycleState, pod: Pod, positions: Iterable[int]) -> dict[str, Status]:
+        """The per-node verdict (first failing plugin's status) of each infeasible node among `positions`."""
+        nodes = self.handle.snapshot.node_info_list
+        out: dict[str, Status] = {}
+        for i in positions:
+            ni = nodes[i]
+            st = self.run_filter_plugins_with_nominated_pods(state, pod, ni)
+            if st is not None:
+                out[ni.name] = st
+        return out
+
+    # -- PostFilter -------------------------------------------------------------------------------------------
+
+    @_timed("PostFilter")
+    async def run_post_filter_plugins(
+        self, state: CycleState, pod: Pod, statuses: dict[str, Status]
+    ) -> tuple[PostFilterResult | None, Status]:
+        """Upstream's RunPostFilterPlugins: the first success wins; otherwise the last result that is not a
+        no-op (e.g. a cleared nomination) is returned with the plugins' reasons as Unschedulable."""
+        result: PostFilterResult | None = None
+        reasons: list[str] = []
+        rejector = ""
+        for plugin in self.points["postFilter"]:
+            try:
+                r, st = await plugin.post_filter(state, pod, statuses)
+            except Exception as e:
+                return None, Status.as_error(f"running PostFilter plugin {plugin.name!r}: {e}", plugin.name)
+            if st is None or st.code == Code.SUCCESS:
+                return r, Status(plugin=plugin.name)
+            if st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return r, st.with_plugin(plugin.name)
+            if not st.is_rejected():
+                return None, Status.as_error(st.message(), plugin.name)
+            if r is not None and r.mode != "ModeNoop":
+                result = r
+            reasons.extend(st.reasons)
+            rejector = rejector or plugin.name
+        return result, Status(Code.UNSCHEDULABLE, *reasons, plugin=rejector)
+
+    # -- PreScore / Score -------------------------------------------------------------------------------------
+
+    @_timed("PreScore")
+    def run_pre_score_plugins(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status | None:
+        skipped: set[str] = set()
+        for plugin in self.points["preScore"]:
+            try:
+                st = plugin.pre_score(state, pod, nodes)
+            except Exception as e:
+                return Status.as_error(f"running PreScore plugin {plugin.name!r}: {e}", plugin.name)
+            if st is not None and st.code == Code.SKIP:
+                skipped.add(plugin.name)
+            elif st is not None and st.code != Code.SUCCESS:
+                return Status.as_error(f"running PreScore plugin {plugin.name!r}: {st.message()}", plugin.name)
+        state.skip_score_plugins = skipped
+        return None
+
+    def active_score_plugins(self, state: CycleState) -> list[ScorePlugin]:
+        return [p for p in self.points["score"] if p.name not in state.skip_score_plugins]
+
+    @_timed("Score")
+    def run_score_plugins(
+        self, state: CycleState, pod: Pod, positions: list[int], *, per_plugin: bool = False
+    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """Weighted total per node in `positions` order, and with `per_plugin` each plugin's normalised
+        (0..100, unweighted) scores. Uses each plugin's score_vector/normalize_vector when it has them; the
+        in-tree node-local plugins without normalisation are summed once per equivalence class and kept."""
+        snapshot = self.handle.snapshot
+        idx = np.asarray(positions, dtype=np.int64)
+        total = np.zeros(len(positions), dtype=np.int64)
+        scores_by_plugin: dict[str, np.ndarray] = {}
+        summed: list[tuple[ScorePlugin, int]] = []
+        for plugin in self.active_score_plugins(state):
+            vector = self.vectorized and hasattr(plugin, "score_vector")
+            if vector and not per_plugin and plugin.node_local and plugin.name in self._trusted:
+                if plugin.score_extensions() is None:
+                    summed.append((plugin, self.score_weights[plugin.name]))
+                    continue
+            if vector and plugin.node_local:
+                raw = self.equivalence.raw_scores(state, pod, snapshot, plugin)[idx]
+            elif vector:
+                raw = np.asarray(plugin.score_vector(state, pod, snapshot, idx), dtype=np.int64)
+            else:
+                raw = np.fromiter(
+                    (self._score_one(plugin, state, pod, snapshot.node_info_list[i]) for i in positions),
+                    dtype=np.int64,
+                    count=len(positions),
+                )
+            scores = self._normalize(plugin, state, pod, raw, positions)
+            if per_plugin:
+                scores_by_plugin[plugin.name] = scores
+            total += scores * self.score_weights[plugin.name]
+        if summed:
+            total += self.equivalence.weighted_scores(state, pod, snapshot, summed)[idx]
+        return total, scores_by_plugin
+
+    def _score_one(self, plugin: ScorePlugin, state: CycleState, pod: Pod, ni: NodeInfo) -> int:
+        s, st = plugin.score(state, pod, ni)
+        if st is not None and st.code != Code.SUCCESS:
+            raise ScoreError(Status.as_error(f"running Score plugin {plugin.name!r}: {st.message()}", plugin.name))
+        return s
+
+    def _normalize(
+        self, plugin: ScorePlugin, state: CycleState, pod: Pod, raw: np.ndarray, positions: list[int]
+    ) -> np.ndarray:
+        ext = plugin.score_extensions()
+        if ext is None:
+            scores = raw
+        elif self.vectorized and hasattr(ext, "normalize_vector"):
+            scores = np.asarray(ext.normalize_vector(state, pod, raw), dtype=np.int64)
+        else:
+            nodes = self.handle.snapshot.node_info_list
+            ns = [NodeScore(nodes[i].name, int(s)) for i, s in zip(positions, raw.tolist(), strict=True)]
+            st = ext.normalize_score(state, pod, ns)
+            if st is not None and st.code != Code.SUCCESS:
+                raise ScoreError(Status.as_error(f"running Normalize on Score plugin {plugin.name!r}: {st.message()}"))
+            scores = np.fromiter((x.score for x in ns), dtype=np.int64, count=len(ns))
+        # In-tree plugins are proven in range by their tests; others are checked as upstream checks every one.
+        if plugin.name not in self._trusted and len(scores) and (scores.max() > MAX_NODE_SCORE or scores.min() < 0):
+            bad = int(scores.max() if scores.max() > MAX_NODE_SCORE else scores.min())
+            raise ScoreError(
+                Status.as_error(
+                    f"plugin {plugin.name!r} returns an invalid score {bad}, it should in the range of "
+                    f"[0, {MAX_NODE_SCORE}] after normalizing"
+                )
+            )
+        return scores
+
+    # -- Reserve, Permit, binding -----------------------------------------------------------------------------
+
+    @_timed("Reserve")
+    def run_reserve_plugins_reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        for plugin in self.points["reserve"]:
+            st = plugin.reserve(state, pod, node_name)
+            if st is not None and st.code != Code.SUCCESS:
+                st.plugin = plugin.name
+                if st.is_rejected():
+                    return st
+                return Status.as_error(f"running Reserve plugin {plugin.name!r}: {st.message()}", plugin.name)
+        return None
+
+    def run_reserve_plugins_unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        for plugin in reversed(self.points["reserve"]):  # upstream unreserves in reverse order
+            plugin.unreserve(state, pod, node_name)
+
+    @_timed("Permit")
+    def run_permit_plugins(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        waits: dict[str, float] = {}
+        for plugin in self.points["permit"]:
+            st, timeout = plugin.permit(state, pod, node_name)
+            if st is None or st.code == Code.SUCCESS:
+                continue
+            if st.is_rejected():
+                st.plugin = plugin.name
+                return st
+            if st.code == Code.WAIT:
+                waits[plugin.name] = min(timeout, 15 * 60)  # upstream caps permit waits at 15 minutes
+                continue
+            return Status.as_error(f"running Permit plugin {plugin.name!r}: {st.message()}", plugin.name)
+        if waits:
+            self.waiting_pods[pod["metadata"].get("uid", "")] = WaitingPod(pod, waits)
+            return Status(Code.WAIT, "one or more plugins asked to wait and no plugin rejected pod")
+        return None
+
+    async def wait_on_permit(self, pod: Pod) -> Status | None:
+        uid = pod["metadata"].get("uid", "")
+        wp = self.waiting_pods.get(uid)
+        if wp is None:
+            return None
+        try:
+            timeout = min(wp.pending.values()) if wp.pending else 0
+            try:
+                return await asyncio.wait_for(asyncio.shield(wp.future), timeout)
+            except TimeoutError:
+                plugin = min(wp.pending, key=wp.pending.__getitem__)
+                return Status(Code.UNSCHEDULABLE, f"rejected due to timeout after waiting {timeout}s", plugin=plugin)
+        finally:
+            self.waiting_pods.pop(uid, None)
+
+    @_timed("PreBind")
+    async def run_pre_bind_plugins(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        for plugin in self.points["preBind"]:
+            st = await plugin.pre_bind(state, pod, node_name)
+            if st is not None and st.code != Code.SUCCESS:
+                st.plugin = plugin.name
+                if st.is_rejected():
+                    return st
+                return Status.as_error(f"running PreBind plugin {plugin.name!r}: {st.message()}", plugin.name)
+        return None
+
+    @_timed("Bind")
+    async def run_bind_plugins(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        for plugin in self.points["bind"]:
+            st = await plugin.bind(state, pod, node_name)
+            if st is not None and st.code == Code.SKIP:
+                continue
+            if st is not None and st.code != Code.SUCCESS:
+                st.plugin = plugin.name
+                if st.is_rejected():
+                    return st
+                return Status.as_error(f"running Bind plugin {plugin.name!r}: {st.message()}", plugin.name)
+            return None
+        return Status(Code.SKIP)
+
+    @_timed("PostBind")
+    def run_post_bind_plugins(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        for plugin in self.points["postBind"]:
+            plugin.post_bind(state, pod, node_name)
+
+    # -- metrics ----------------------------------------------------------------------------------------------
+
+    def observe(self, point: str, started: float, status: Status | None) -> None:
+        code = Code.SUCCESS if status is None else status.code
+        child = self._metric_children.get((point, code))
+        if child is None:
+            child = self._metric_children[(point, code)] = metrics.framework_extension_point_duration.labels(
+                point, str(code), self.profile_name
+            )
+        child.observe(time.perf_counter() - started)
+
+
+class FilterError(Exception):
+    def __init__(self, status: Status) -> None:
+        self.status = status
+        super().__init__(status.message())
+
+
+class ScoreError(Exception):
+    def __init__(self, status: Status) -> None:
+        self.status = status
+        super().__init__(status.message())

@@ -1,0 +1,433 @@
+"""What the scheduler derives from pods and nodes, once per object (upstream: framework/types.go):
+resource vectors (`Resource`, `pod_requests`), a pod's parsed affinity terms (`PodInfo`), a node with the pods
+on it and their sums (`NodeInfo`), and a pod waiting in the queue (`QueuedPodInfo`).
+
+Objects stay plain dicts (the house rule); these wrap them and keep the derived form beside the dict.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...api.quantity import milli_value, parse_quantity, value
+from ...api.selectors import EVERYTHING, LabelSelector, label_selector_from_object
+from .interface import Node, Pod
+
+CPU, MEMORY, EPHEMERAL_STORAGE, PODS = "cpu", "memory", "ephemeral-storage", "pods"
+
+# What a container without a request counts as when spreading load (upstream: schedutil.DefaultMilliCPURequest,
+# DefaultMemoryRequest); used only by scoring, never by Filter.
+DEFAULT_MILLI_CPU_REQUEST = 100
+DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
+
+
+def is_scalar_resource(name: str) -> bool:
+    """Extended and prefixed-native (domain/name), hugepages-* and attachable-volumes-* resources (upstream:
+    IsScalarResourceName)."""
+    return (
+        name.startswith("hugepages-")
+        or name.startswith("attachable-volumes-")
+        or ("/" in name and not name.startswith("requests."))
+    )
+
+
+def quantity_value(name: str, text: Any) -> int:
+    """A resource quantity as the scheduler counts it: millicores for cpu, whole units for the rest."""
+    q = parse_quantity(str(text))
+    return milli_value(q) if name == CPU else value(q)
+
+
+@dataclass(slots=True)
+class Resource:
+    """Amounts of compute resources (upstream: framework.Resource); cpu in millicores."""
+
+    milli_cpu: int = 0
+    memory: int = 0
+    ephemeral_storage: int = 0
+    allowed_pod_number: int = 0
+    scalar: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def from_list(cls, resources: dict[str, Any] | None) -> Resource:
+        r = cls()
+        r.add_list(resources)
+        return r
+
+    def add_list(self, resources: dict[str, Any] | None) -> None:
+        for name, q in (resources or {}).items():
+            self.add_one(name, quantity_value(name, q))
+
+    def add_one(self, name: str, amount: int) -> None:
+        if name == CPU:
+            self.milli_cpu += amount
+        elif name == MEMORY:
+            self.memory += amount
+        elif name == EPHEMERAL_STORAGE:
+            self.ephemeral_storage += amount
+        elif name == PODS:
+            self.allowed_pod_number += amount
+        elif is_scalar_resource(name):
+            self.scalar[name] = self.scalar.get(name, 0) + amount
+
+    def get(self, name: str) -> int:
+        if name == CPU:
+            return self.milli_cpu
+        if name == MEMORY:
+            return self.memory
+        if name == EPHEMERAL_STORAGE:
+            return self.ephemeral_storage
+        if name == PODS:
+            return self.allowed_pod_number
+        return self.scalar.get(name, 0)
+
+    def add(self, other: Resource, sign: int = 1) -> None:
+        self.milli_cpu += sign * other.milli_cpu
+        self.memory += sign * other.memory
+        self.ephemeral_storage += sign * other.ephemeral_storage
+        self.allowed_pod_number += sign * other.allowed_pod_number
+        for k, v in other.scalar.items():
+            self.scalar[k] = self.scalar.get(k, 0) + sign * v
+
+    def set_max(self, other: Resource) -> None:
+        self.milli_cpu = max(self.milli_cpu, other.milli_cpu)
+        self.memory = max(self.memory, other.memory)
+        self.ephemeral_storage = max(self.ephemeral_storage, other.ephemeral_storage)
+        self.allowed_pod_number = max(self.allowed_pod_number, other.allowed_pod_number)
+        for k, v in other.scalar.items():
+            self.scalar[k] = max(self.scalar.get(k, 0), v)
+
+    def clone(self) -> Resource:
+        return Resource(self.milli_cpu, self.memory, self.ephemeral_storage, self.allowed_pod_number, dict(self.scalar))
+
+    def is_zero(self) -> bool:
+        return not (self.milli_cpu or self.memory or self.ephemeral_storage or any(self.scalar.values()))
+
+
+def _container_requests(container: dict[str, Any], non_zero: bool) -> Resource:
+    requests = (container.get("resources") or {}).get("requests") or {}
+    r = Resource.from_list(requests)
+    if non_zero:
+        if CPU not in requests:
+            r.milli_cpu = DEFAULT_MILLI_CPU_REQUEST
+        if MEMORY not in requests:
+            r.memory = DEFAULT_MEMORY_REQUEST
+    return r
+
+
+def pod_requests(pod: Pod, non_zero: bool = False) -> Resource:
+    """What a pod asks for (upstream: resourcehelper.PodRequests).
+
+    The sum of the app containers and restartable init containers ("sidecars", which keep running), or, if
+    larger, the peak of any plain init container plus the sidecars started before it; then the pod overhead.
+    With `non_zero`, a container without a cpu or memory request counts the scheduler's defaults (scoring).
+    """
+    spec = pod.get("spec") or {}
+    total = Resource()
+    for c in spec.get("containers") or ():
+        total.add(_container_requests(c, non_zero))
+    sidecars = Resource()
+    init_peak = Resource()
+    for c in spec.get("initContainers") or ():
+        r = _container_requests(c, non_zero)
+        if c.get("restartPolicy") == "Always":
+            total.add(r)
+            sidecars.add(r)
+            peak = sidecars.clone()
+        else:
+            peak = r
+            peak.add(sidecars)
+        init_peak.set_max(peak)
+    total.set_max(init_peak)
+    overhead = spec.get("overhead")
+    if overhead:
+        total.add_list(overhead)
+    return total
+
+
+# -- affinity terms ---------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class AffinityTerm:
+    """A parsed pod (anti-)affinity term (upstream: framework.AffinityTerm)."""
+
+    namespaces: frozenset[str]
+    selector: LabelSelector
+    topology_key: str
+    namespace_selector: LabelSelector  # NOTHING when the term has none
+
+    def matches(self, pod: Pod, ns_labels: dict[str, str] | None) -> bool:
+        """Whether `pod` (living in a namespace with labels `ns_labels`) is selected by this term."""
+        md = pod["metadata"]
+        ns = md.get("namespace", "")
+        if ns in self.namespaces or self.namespace_selector.matches(ns_labels):
+            return self.selector.matches(md.get("labels"))
+        return False
+
+
+@dataclass(slots=True)
+class WeightedAffinityTerm:
+    term: AffinityTerm
+    weight: int
+
+
+def new_affinity_term(pod: Pod, term: dict[str, Any]) -> AffinityTerm:
+    """Parse one PodAffinityTerm: no namespaces and no namespaceSelector mean the pod's own namespace."""
+    namespaces = frozenset(term.get("namespaces") or ())
+    ns_sel_obj = term.get("namespaceSelector")
+    ns_selector = label_selector_from_object(ns_sel_obj)  # None -> NOTHING, {} -> EVERYTHING
+    if not namespaces and ns_sel_obj is None:
+        namespaces = frozenset((pod["metadata"].get("namespace", ""),))
+    return AffinityTerm(
+        namespaces=namespaces,
+        selector=label_selector_from_object(term.get("labelSelector")),
+        topology_key=term.get("topologyKey", ""),
+        namespace_selector=ns_selector,
+    )
+
+
+def _terms(pod: Pod, kind: str, field_name: str) -> list[dict[str, Any]]:
+    affinity = ((pod.get("spec") or {}).get("affinity") or {}).get(kind) or {}
+    return affinity.get(field_name) or []
+
+
+# -- PodInfo, NodeInfo ------------------------------------------------------------------------------------------
+
+
+class PodInfo:
+    """A pod with its parsed affinity terms and resource requests, computed once."""
+
+    __slots__ = (
+        "_non_zero",
+        "_requests",
+        "pod",
+        "preferred_affinity_terms",
+        "preferred_anti_affinity_terms",
+        "required_affinity_terms",
+        "required_anti_affinity_terms",
+    )
+
+    def __init__(self, pod: Pod) -> None:
+        self.pod = pod
+        self._requests: Resource | None = None
+        self._non_zero: Resource | None = None
+        spec = pod.get("spec") or {}
+        if not spec.get("affinity"):
+            self.required_affinity_terms: list[AffinityTerm] = []
+            self.required_anti_affinity_terms: list[AffinityTerm] = []
+            self.preferred_affinity_terms: list[WeightedAffinityTerm] = []
+            self.preferred_anti_affinity_terms: list[WeightedAffinityTerm] = []
+            return
+        req = "requiredDuringSchedulingIgnoredDuringExecution"
+        pref = "preferredDuringSchedulingIgnoredDuringExecution"
+        self.required_affinity_terms = [new_affinity_term(pod, t) for t in _terms(pod, "podAffinity", req)]
+        self.required_anti_affinity_terms = [new_affinity_term(pod, t) for t in _terms(pod, "podAntiAffinity", req)]
+        self.preferred_affinity_terms = [
+            WeightedAffinityTerm(new_affinity_term(pod, t.get("podAffinityTerm") or {}), int(t.get("weight", 0)))
+            for t in _terms(pod, "podAffinity", pref)
+        ]
+        self.preferred_anti_affinity_terms = [
+            WeightedAffinityTerm(new_affinity_term(pod, t.get("podAffinityTerm") or {}), int(t.get("weight", 0)))
+            for t in _terms(pod, "podAntiAffinity", pref)
+        ]
+
+    @property
+    def requests(self) -> Resource:
+        if self._requests is None:
+            self._requests = pod_requests(self.pod)
+        return self._requests
+
+    @property
+    def non_zero_requests(self) -> Resource:
+        if self._non_zero is None:
+            self._non_zero = pod_requests(self.pod, non_zero=True)
+        return self._non_zero
+
+    @property
+    def has_affinity(self) -> bool:
+        return bool(self.required_affinity_terms or self.preferred_affinity_terms) or bool(
+            self.required_anti_affinity_terms or self.preferred_anti_affinity_terms
+        )
+
+    @property
+    def has_required_anti_affinity(self) -> bool:
+        return bool(self.required_anti_affinity_terms)
+
+    @property
+    def key(self) -> str:
+        md = self.pod["metadata"]
+        return f"{md.get('namespace', '')}/{md.get('name', '')}"
+
+    @property
+    def uid(self) -> str:
+        return self.pod["metadata"].get("uid", "")
+
+
+def pod_key(pod: Pod) -> str:
+    md = pod["metadata"]
+    return f"{md.get('namespace', '')}/{md.get('name', '')}"
+
+
+@dataclass(slots=True)
+class ImageStateSummary:
+    size: int
+    num_nodes: int
+
+
+def host_ports(pod: Pod) -> list[tuple[str, str, int]]:
+    """(hostIP, protocol, hostPort) of every regular container port with a hostPort: v1.32's
+    NodeInfo.updateUsedPorts looks at spec.containers only (init containers' ports count from v1.33)."""
+    out = []
+    spec = pod.get("spec") or {}
+    for c in spec.get("containers") or ():
+        for p in c.get("ports") or ():
+            hp = p.get("hostPort") or 0
+            if hp > 0:
+                out.append((p.get("hostIP") or "0.0.0.0", p.get("protocol") or "TCP", int(hp)))
+    return out
+
+
+_generation = itertools.count(1)
+
+
+def next_generation() -> int:
+    return next(_generation)
+
+
+class NodeInfo:
+    """A node with the pods assigned to it and their sums (upstream: framework.NodeInfo).
+
+    `generation` changes on every modification so the snapshot refreshes only the nodes that changed.
+    """
+
+    __slots__ = (
+        "allocatable",
+        "generation",
+        "image_states",
+        "node",
+        "non_zero_requested",
+        "pods",
+        "pods_with_affinity",
+        "pods_with_required_anti_affinity",
+        "pvc_ref_counts",
+        "requested",
+        "used_ports",
+    )
+
+    def __init__(self, node: Node | None = None, pods: list[Pod] | None = None) -> None:
+        self.node: Node | None = None
+        self.pods: list[PodInfo] = []
+        self.pods_with_affinity: list[PodInfo] = []
+        self.pods_with_required_anti_affinity: list[PodInfo] = []
+        self.used_ports: dict[tuple[str, str, int], int] = {}
+        self.requested = Resource()
+        self.non_zero_requested = Resource()
+        self.allocatable = Resource()
+        self.image_states: dict[str, ImageStateSummary] = {}
+        self.pvc_ref_counts: dict[str, int] = {}
+        self.generation = next_generation()
+        if node is not None:
+            self.set_node(node)
+        for p in pods or ():
+            self.add_pod(p)
+
+    @property
+    def name(self) -> str:
+        return self.node["metadata"]["name"] if self.node else ""
+
+    def set_node(self, node: Node) -> None:
+        self.node = node
+        self.allocatable = Resource.from_list((node.get("status") or {}).get("allocatable"))
+        self.generation = next_generation()
+
+    def remove_node(self) -> None:
+        self.node = None
+        self.generation = next_generation()
+
+    def add_pod(self, pod: Pod | PodInfo) -> PodInfo:
+        pi = pod if isinstance(pod, PodInfo) else PodInfo(pod)
+        self.pods.append(pi)
+        if pi.has_affinity:
+            self.pods_with_affinity.append(pi)
+        if pi.has_required_anti_affinity:
+            self.pods_with_required_anti_affinity.append(pi)
+        self._update(pi, 1)
+        return pi
+
+    def remove_pod(self, pod: Pod) -> bool:
+        """Remove the pod with this pod's UID; False when it is not here."""
+        uid = pod["metadata"].get("uid", "")
+        for i, pi in enumerate(self.pods):
+            if pi.uid == uid:
+                del self.pods[i]
+                self.pods_with_affinity = [p for p in self.pods_with_affinity if p.uid != uid]
+                self.pods_with_required_anti_affinity = [
+                    p for p in self.pods_with_required_anti_affinity if p.uid != uid
+                ]
+                self._update(pi, -1)
+                return True
+        return False
+
+    def _update(self, pi: PodInfo, sign: int) -> None:
+        self.requested.add(pi.requests, sign)
+        nz = pi.non_zero_requests
+        self.non_zero_requested.milli_cpu += sign * nz.milli_cpu
+        self.non_zero_requested.memory += sign * nz.memory
+        for port in host_ports(pi.pod):
+            n = self.used_ports.get(port, 0) + sign
+            if n > 0:
+                self.used_ports[port] = n
+            else:
+                self.used_ports.pop(port, None)
+        ns = pi.pod["metadata"].get("namespace", "")
+        for v in (pi.pod.get("spec") or {}).get("volumes") or ():
+            claim = (v.get("persistentVolumeClaim") or {}).get("claimName")
+            if claim:
+                k = f"{ns}/{claim}"
+                n = self.pvc_ref_counts.get(k, 0) + sign
+                if n > 0:
+                    self.pvc_ref_counts[k] = n
+                else:
+                    self.pvc_ref_counts.pop(k, None)
+        self.generation = next_generation()
+
+    def clone(self) -> NodeInfo:
+        c = NodeInfo.__new__(NodeInfo)
+        c.node = self.node
+        c.pods = list(self.pods)
+        c.pods_with_affinity = list(self.pods_with_affinity)
+        c.pods_with_required_anti_affinity = list(self.pods_with_required_anti_affinity)
+        c.used_ports = dict(self.used_ports)
+        c.requested = self.requested.clone()
+        c.non_zero_requested = self.non_zero_requested.clone()
+        c.allocatable = self.allocatable
+        c.image_states = self.image_states
+        c.pvc_ref_counts = dict(self.pvc_ref_counts)
+        c.generation = self.generation
+        return c
+
+    def __repr__(self) -> str:
+        return f"NodeInfo({self.name!r}, pods={len(self.pods)})"
+
+
+@dataclass(eq=False)
+class QueuedPodInfo:
+    """A pod in the scheduling queue with its bookkeeping (upstream: framework.QueuedPodInfo)."""
+
+    pod_info: PodInfo
+    timestamp: float = 0.0  # when it was last added to the queue
+    attempts: int = 0
+    initial_attempt_timestamp: float | None = None
+    unschedulable_plugins: set[str] = field(default_factory=set)
+    pending_plugins: set[str] = field(default_factory=set)
+    gated: bool = False
+    gating_plugin: str = ""
+
+    @property
+    def pod(self) -> Pod:
+        return self.pod_info.pod
+
+
+EVERYTHING_SELECTOR = EVERYTHING

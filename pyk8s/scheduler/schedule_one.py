@@ -1,0 +1,552 @@
+"""One pod's way through the scheduler (upstream: pkg/scheduler/schedule_one.go).
+
+`ScheduleAlgorithm.schedule_pod` is the algorithm: refresh the snapshot, PreFilter, find feasible nodes (at most
+`num_feasible_nodes_to_find`, searching round-robin from where the last pod stopped), score them, pick the best
+(ties at random). `scheduling_cycle` adds what follows a choice — assume, Reserve, Permit — and
+`binding_cycle` runs asynchronously: wait on Permit, PreBind, Bind, PostBind. `handle_scheduling_failure`
+records upstream's event and PodScheduled condition and hands the pod back to the queue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import logging
+import random
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from . import metrics
+from .extender import EXTENDER_NAME, MAX_EXTENDER_PRIORITY, ExtenderError, HTTPExtender, extenders_binding
+from .framework.interface import (
+    MAX_NODE_SCORE,
+    Code,
+    CycleState,
+    Diagnosis,
+    FitError,
+    Pod,
+    PostFilterResult,
+    PreFilterResult,
+    Status,
+)
+from .framework.runtime import FilterError, Framework, ScoreError
+from .framework.types import NodeInfo, QueuedPodInfo
+
+if TYPE_CHECKING:
+    from .cache import SchedulerCache
+    from .framework.snapshot import Snapshot
+    from .scheduler import Scheduler
+
+log = logging.getLogger(__name__)
+
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+NO_NODES_AVAILABLE = "no nodes available to schedule pods"
+
+
+class ScheduleError(Exception):
+    """An internal failure of the algorithm (not "no node fits"): the pod is retried after backoff."""
+
+    def __init__(self, status: Status) -> None:
+        self.status = status
+        super().__init__(status.message())
+
+
+@dataclass
+class ScheduleResult:
+    suggested_host: str
+    evaluated_nodes: int = 0
+    feasible_nodes: int = 0
+    nominating_info: PostFilterResult | None = None  # what preemption decided about the pod's nomination
+    scores: dict[str, int] = field(default_factory=dict)
+
+
+def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> int:
+    """How many feasible nodes to look for before scoring (upstream: numFeasibleNodesToFind)."""
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
+        return num_all_nodes
+    pct = percentage or 0
+    if pct >= 100:
+        return num_all_nodes
+    if pct <= 0:
+        pct = max(50 - num_all_nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
+    return max(num_all_nodes * pct // 100, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+class FeasibleNodes(Sequence[NodeInfo]):
+    """The feasible NodeInfos handed to PreScore, built only if a plugin reads them (most do not)."""
+
+    __slots__ = ("_list", "_nodes", "_positions")
+
+    def __init__(self, nodes: list[NodeInfo], positions: list[int]) -> None:
+        self._nodes = nodes
+        self._positions = positions
+        self._list: list[NodeInfo] | None = None
+
+    def _materialise(self) -> list[NodeInfo]:
+        if self._list is None:
+            self._list = [self._nodes[i] for i in self._positions]
+        return self._list
+
+    def __len__(self) -> int:
+        return len(self._positions)
+
+    def __getitem__(self, i: Any) -> Any:
+        return self._materialise()[i]
+
+    def __iter__(self) -> Iterator[NodeInfo]:
+        return iter(self._materialise())
+
+
+@dataclass
+class _Search:
+    """What one filter search over the nodes did: the feasible positions, and the window it went through."""
+
+    feasible: list[int]
+    candidates: list[int] | None  # positions PreFilter narrowed the search to, or None for all nodes
+    num_nodes: int
+    start: int
+    processed: int
+
+    def rejected_positions(self) -> list[int]:
+        """The positions the search went through that were not feasible."""
+        order = list(range(self.num_nodes)) if self.candidates is None else self.candidates
+        if not order:
+            return []
+        s = self.start % len(order)
+        window = (order[s:] + order[:s])[: self.processed]
+        ok = set(self.feasible)
+        return [i for i in window if i not in ok]
+
+
+class ScheduleAlgorithm:
+    """The part of the scheduler that picks a node; usable without an API server (benchmarks, evaluate)."""
+
+    def __init__(self, cache: SchedulerCache | None, snapshot: Snapshot, percentage_of_nodes_to_score: int = 0) -> None:
+        self.cache = cache
+        self.snapshot = snapshot
+        self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
+        self.next_start_node_index = 0
+        self.rng = random.Random()
+        self.extenders: list[HTTPExtender] = []  # HTTP extenders, consulted by schedule_pod_async only
+
+    def schedule_pod(self, fw: Framework, state: CycleState, pod: Pod) -> ScheduleResult:
+        n = self._refresh_snapshot()
+        feasible, diagnosis = self.find_nodes_that_fit_pod(fw, state, pod)
+        if len(feasible) > 1:
+            return self._result(feasible, diagnosis, self.prioritize_nodes(fw, state, pod, feasible))
+        return self._result_without_scoring(pod, n, feasible, diagnosis)
+
+    async def schedule_pod_async(self, fw: Framework, state: CycleState, pod: Pod) -> ScheduleResult:
+        """schedule_pod with the extenders: their filters narrow the feasible nodes, their scores add up."""
+        n = self._refresh_snapshot()
+        feasible, diagnosis = await self.find_nodes_that_fit_pod_async(fw, state, pod)
+        if len(feasible) > 1:
+            return self._result(feasible, diagnosis, await self.prioritize_nodes_async(fw, state, pod, feasible))
+        return self._result_without_scoring(pod, n, feasible, diagnosis)
+
+    def _refresh_snapshot(self) -> int:
+        if self.cache is not None:
+            self.cache.update_snapshot(self.snapshot)
+        n = self.snapshot.num_nodes()
+        if n == 0:
+            raise ScheduleError(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_NODES_AVAILABLE))
+        return n
+
+    def _result_without_scoring(self, pod: Pod, n: int, feasible: list[int], diagnosis: Diagnosis) -> ScheduleResult:
+        if not feasible:
+            raise FitError(pod, n, diagnosis)
+        return ScheduleResult(self.snapshot.node_info_list[feasible[0]].name, 1 + len(diagnosis.node_to_status), 1)
+
+    def _result(self, feasible: list[int], diagnosis: Diagnosis, total: np.ndarray) -> ScheduleResult:
+        host = self.select_host(feasible, total)
+        return ScheduleResult(host, len(feasible) + len(diagnosis.node_to_status), len(feasible))
+
+    def find_nodes_that_fit_pod(self, fw: Framework, state: CycleState, pod: Pod) -> tuple[list[int], Diagnosis]:
+        pre_result, diagnosis, rejected = self._pre_filter(fw, state, pod)
+        if rejected:
+            return [], diagnosis
+        nominated = self._nominated_node_fits(fw, state, pod, pre_result)
+        if nominated is not None:
+            return [nominated], diagnosis
+        return self._search(fw, state, pod, pre_result, diagnosis).feasible, diagnosis
+
+    async def find_nodes_that_fit_pod_async(
+        self, fw: Framework, state: CycleState, pod: Pod
+    ) -> tuple[list[int], Diagnosis]:
+        pre_result, diagnosis, rejected = self._pre_filter(fw, state, pod)
+        if rejected:
+            return [], diagnosis
+        nominated = self._nominated_node_fits(fw, state, pod, pre_result)
+        if nominated is not None:
+            try:
+                passed = await self.find_nodes_that_pass_extenders(pod, [nominated], diagnosis)
+            except ScheduleError as e:  # upstream only logs a failed evaluation of the nominated node
+                log.info("evaluating nominated node for pod %s failed: %s", pod["metadata"]["name"], e)
+                passed = []
+            if passed:
+                return passed, diagnosis
+        search = self._search(fw, state, pod, pre_result, diagnosis)
+        feasible = await self.find_nodes_that_pass_extenders(pod, search.feasible, diagnosis)
+        if len(feasible) != len(search.feasible):
+            # Extenders have no queueing hints: the pod is retried on any cluster event (upstream: ExtenderName).
+            diagnosis.unschedulable_plugins.add(EXTENDER_NAME)
+        if not feasible and search.feasible:
+            # The framework's verdicts on the nodes it rejected belong in the FitError too; the search skips them
+            # while it finds feasible nodes.
+            self._record_statuses(fw, state, pod, search.rejected_positions(), diagnosis)
+        return feasible, diagnosis
+
+    def _pre_filter(self, fw: Framework, state: CycleState, pod: Pod) -> tuple[PreFilterResult | None, Diagnosis, bool]:
+        """PreFilter: (its result, the diagnosis, whether it rejected the pod — then with its status for every
+        node)."""
+        all_nodes = self.snapshot.node_info_list
+        diagnosis = Diagnosis()
+        pre_result, st, rejecting = fw.run_pre_filter_plugins(state, pod, all_nodes)
+        diagnosis.unschedulable_plugins |= rejecting
+        if st is not None:
+            if not st.is_rejected():
+                raise ScheduleError(st)
+            for ni in all_nodes:
+                diagnosis.node_to_status[ni.name] = st
+            diagnosis.pre_filter_msg = st.message()
+            if st.plugin:
+                diagnosis.unschedulable_plugins.add(st.plugin)
+            if st.code == Code.PENDING:
+                diagnosis.pending_plugins.add(st.plugin)
+            return pre_result, diagnosis, True
+        return pre_result, diagnosis, False
+
+    def _nominated_node_fits(
+        self, fw: Framework, state: CycleState, pod: Pod, pre_result: PreFilterResult | None
+    ) -> int | None:
+        """A pod nominated by an earlier preemption tries its nominated node first (upstream:
+        evaluateNominatedNode): the node's position if it passes the filters."""
+        snapshot = self.snapshot
+        nominated = (pod.get("status") or {}).get("nominatedNodeName")
+        if nominated and nominated in snapshot.positions:
+            i = snapshot.positions[nominated]
+            if (pre_result is None or nominated in (pre_result.node_names or ())) and (
+                fw.run_filter_plugins_with_nominated_pods(state, pod, snapshot.node_info_list[i]) is None
+            ):
+                return i
+        return None
+
+    def _search(
+        self, fw: Framework, state: CycleState, pod: Pod, pre_result: PreFilterResult | None, diagnosis: Diagnosis
+    ) -> _Search:
+        """Run the filters over the nodes (or PreFilter's candidates) round-robin from where the last pod stopped."""
+        snapshot = self.snapshot
+        all_nodes = snapshot.node_info_list
+        candidates: list[int] | None = None
+        if pre_result is not None and pre_result.node_names is not None:
+            candidates = [snapshot.positions[name] for name in pre_result.node_names if name in snapshot.positions]
+            candidates.sort()
+            outside = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "node(s) didn't satisfy plugin(s) PreFilter")
+            chosen = set(candidates)
+            for i, ni in enumerate(all_nodes):
+                if i not in chosen:
+                    diagnosis.node_to_status[ni.name] = outside
+        num_nodes = len(all_nodes) if candidates is None else len(candidates)
+        to_find = num_feasible_nodes_to_find(
+            fw.percentage_of_nodes_to_score if fw.percentage_of_nodes_to_score is not None
+            else self.percentage_of_nodes_to_score,
+            num_nodes,
+        )  # fmt: skip
+        start = self.next_start_node_index
+        try:
+            feasible, processed = fw.find_feasible(state, pod, candidates, to_find, start)
+        except FilterError as e:
+            raise ScheduleError(e.status) from None
+        if not feasible:
+            positions = range(len(all_nodes)) if candidates is None else candidates
+            self._record_statuses(fw, state, pod, positions, diagnosis)
+        if all_nodes:
+            self.next_start_node_index = (self.next_start_node_index + processed) % len(all_nodes)
+        return _Search(feasible, candidates, len(all_nodes), start, processed)
+
+    def _record_statuses(
+        self, fw: Framework, state: CycleState, pod: Pod, positions: Iterable[int], diagnosis: Diagnosis
+    ) -> None:
+        statuses = fw.node_statuses(state, pod, positions)
+        diagnosis.node_to_status.update(statuses)
+        for s in statuses.values():
+            if s.code == Code.ERROR:
+                raise ScheduleError(s)
+            if s.code == Code.PENDING:
+                diagnosis.pending_plugins.add(s.plugin)
+            else:
+                diagnosis.unschedulable_plugins.add(s.plugin)
+
+    async def find_nodes_that_pass_extenders(self, pod: Pod, feasible: list[int], diagnosis: Diagnosis) -> list[int]:
+        """Each interested extender in turn narrows the feasible nodes; the nodes it fails get its reason as an
+        Unschedulable or UnschedulableAndUnresolvable status (upstream: findNodesThatPassExtenders)."""
+        snapshot = self.snapshot
+        for ext in self.extenders:
+            if not feasible:
+                break
+            if not ext.is_interested(pod):
+                continue
+            nodes = [snapshot.node_info_list[i] for i in feasible]
+            try:
+                passed, failed, unresolvable = await ext.filter(pod, nodes)
+            except ExtenderError as e:
+                if ext.is_ignorable():
+                    log.info("skipping extender %s as it returned error and has ignorable flag set: %s", ext.name, e)
+                    continue
+                raise ScheduleError(Status.as_error(e)) from None
+            for name, msg in unresolvable.items():
+                diagnosis.node_to_status[name] = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, msg)
+            for name, msg in failed.items():
+                if name not in unresolvable:  # a node in both maps is unresolvable
+                    diagnosis.node_to_status[name] = Status(Code.UNSCHEDULABLE, msg)
+            # Names outside the snapshot cannot be scheduled to; upstream would build empty NodeInfos for them.
+            feasible = [snapshot.positions[name] for name in passed if name in snapshot.positions]
+        return feasible
+
+    def prioritize_nodes(self, fw: Framework, state: CycleState, pod: Pod, feasible: list[int]) -> np.ndarray:
+        if not fw.has_score_plugins():
+            return np.ones(len(feasible), dtype=np.int64)
+        return self._framework_scores(fw, state, pod, feasible)
+
+    async def prioritize_nodes_async(
+        self, fw: Framework, state: CycleState, pod: Pod, feasible: list[int]
+    ) -> np.ndarray:
+        """prioritize_nodes plus the extenders' scores (upstream: prioritizeNodes): with extenders configured
+        the framework's plugins run even when there are none (every node then starts at 0)."""
+        if not self.extenders:
+            return self.prioritize_nodes(fw, state, pod, feasible)
+        total = self._framework_scores(fw, state, pod, feasible)
+        return total + await self.extender_scores(pod, feasible)
+
+    def _framework_scores(self, fw: Framework, state: CycleState, pod: Pod, feasible: list[int]) -> np.ndarray:
+        st = fw.run_pre_score_plugins(state, pod, FeasibleNodes(self.snapshot.node_info_list, feasible))
+        if st is not None:
+            raise ScheduleError(st)
+        try:
+            total, _ = fw.run_score_plugins(state, pod, feasible)
+        except ScoreError as e:
+            raise ScheduleError(e.status) from None
+        return total
+
+    async def extender_scores(self, pod: Pod, feasible: list[int]) -> np.ndarray:
+        """Each interested prioritizing extender's score * its weight, scaled from 0..10 to 0..100, summed per
+        node; the extenders are asked concurrently and one that fails gives no score."""
+        nodes = [self.snapshot.node_info_list[i] for i in feasible]
+        asked = [e for e in self.extenders if e.is_prioritizer() and e.is_interested(pod)]
+        replies = await asyncio.gather(*(e.prioritize(pod, nodes) for e in asked), return_exceptions=True)
+        where: dict[str, list[int]] = {}
+        for k, ni in enumerate(nodes):
+            where.setdefault(ni.name, []).append(k)
+        added = [0] * len(feasible)
+        for ext, reply in zip(asked, replies, strict=True):
+            if isinstance(reply, BaseException):
+                if not isinstance(reply, ExtenderError):
+                    raise reply
+                log.debug("extender %s failed to prioritize pod %s: %s", ext.name, pod["metadata"]["name"], reply)
+                continue
+            for host, score in reply.items():
+                for k in where.get(host, ()):
+                    added[k] += score * ext.weight * (MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY)
+        # int64 sums as in Go (a wildly out-of-range extender score wraps rather than failing the cycle).
+        return np.array([(a + 2**63) % 2**64 - 2**63 for a in added], dtype=np.int64)
+
+    def select_host(self, feasible: list[int], total: np.ndarray) -> str:
+        """The highest total; among equal totals one chosen uniformly at random (upstream: selectHost)."""
+        best = np.flatnonzero(total == total.max())
+        pick = int(best[0]) if len(best) == 1 else int(best[self.rng.randrange(len(best))])
+        return self.snapshot.node_info_list[feasible[pick]].name
+
+
+# -- the cycle with the API (used by the running scheduler) ---------------------------------------------------
+
+
+async def schedule_one(sched: Scheduler, qpi: QueuedPodInfo) -> None:
+    pod = qpi.pod
+    fw = sched.framework_for_pod(pod)
+    if fw is None:
+        log.error(
+            "pod %s/%s names an unknown scheduler profile", pod["metadata"].get("namespace"), pod["metadata"]["name"]
+        )
+        sched.queue.done(pod["metadata"]["uid"])
+        return
+    if skip_pod_schedule(sched, pod):
+        sched.queue.done(pod["metadata"]["uid"])
+        return
+    started = time.perf_counter()
+    state = CycleState()
+    state.record_plugin_metrics = random.random() < 0.1  # upstream samples plugin metrics in 10% of cycles
+    cycle = sched.queue.scheduling_cycle()
+    result, assumed_pod, status, fit_error = await scheduling_cycle(sched, fw, state, qpi, started)
+    if status is not None:
+        await handle_scheduling_failure(sched, fw, qpi, status, fit_error, result, cycle, started)
+        return
+    assert result is not None and assumed_pod is not None
+    sched.run_in_background(binding_cycle(sched, fw, state, result, assumed_pod, qpi, started, cycle), "binding")
+
+
+def skip_pod_schedule(sched: Scheduler, pod: Pod) -> bool:
+    """A pod being deleted, or one already assumed (an update raced the binding), is not scheduled."""
+    if pod["metadata"].get("deletionTimestamp"):
+        return True
+    return sched.cache.is_assumed_pod(pod)
+
+
+async def scheduling_cycle(
+    sched: Scheduler, fw: Framework, state: CycleState, qpi: QueuedPodInfo, started: float
+) -> tuple[ScheduleResult | None, Pod | None, Status | None, FitError | None]:
+    pod = qpi.pod
+    try:
+        t0 = time.perf_counter()
+        if sched.algorithm.extenders:
+            result = await sched.algorithm.schedule_pod_async(fw, state, pod)
+        else:
+            result = sched.algorithm.schedule_pod(fw, state, pod)
+        metrics.scheduling_algorithm_duration.observe(time.perf_counter() - t0)
+    except FitError as fit:
+        if not fw.has_post_filter_plugins():
+            return None, None, Status(Code.UNSCHEDULABLE, fit.message()), fit
+        pf_result, pf_status = await fw.run_post_filter_plugins(state, pod, fit.diagnosis.node_to_status)
+        msg = pf_status.message() if pf_status is not None else ""
+        fit.diagnosis.post_filter_msg = msg
+        res = ScheduleResult("", nominating_info=pf_result)
+        return res, None, Status(Code.UNSCHEDULABLE, fit.message()), fit
+    except ScheduleError as e:
+        if e.status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+            return None, None, e.status, None
+        return None, None, Status(Code.ERROR, e.status.message()), None
+    assumed = copy.copy(pod)
+    assumed["spec"] = {**pod["spec"], "nodeName": result.suggested_host}
+    try:
+        sched.cache.assume_pod(assumed)
+    except ValueError as e:
+        return None, None, Status.as_error(e), None
+    host = result.suggested_host
+    st = fw.run_reserve_plugins_reserve(state, assumed, host)
+    if st is not None:
+        fw.run_reserve_plugins_unreserve(state, assumed, host)
+        sched.cache.forget_pod(assumed)
+        return None, None, st, _fit_error_for(pod, sched, st)
+    st = fw.run_permit_plugins(state, assumed, host)
+    if st is not None and st.code != Code.WAIT:
+        fw.run_reserve_plugins_unreserve(state, assumed, host)
+        sched.cache.forget_pod(assumed)
+        return None, None, st, _fit_error_for(pod, sched, st)
+    if qpi.pod_info.pod.get("status", {}).get("nominatedNodeName"):
+        sched.queue.delete_nominated_pod_if_exists(pod)
+    return result, assumed, None, None
+
+
+def _fit_error_for(pod: Pod, sched: Scheduler, st: Status) -> FitError | None:
+    if not st.is_rejected():
+        return None
+    d = Diagnosis(node_to_status={}, unschedulable_plugins={st.plugin} if st.plugin else set())
+    fit = FitError(pod, 1, d)
+    fit.diagnosis.node_to_status = {}
+    return fit
+
+
+async def binding_cycle(
+    sched: Scheduler,
+    fw: Framework,
+    state: CycleState,
+    result: ScheduleResult,
+    assumed: Pod,
+    qpi: QueuedPodInfo,
+    started: float,
+    cycle: int,
+) -> None:
+    host = result.suggested_host
+    st = await fw.wait_on_permit(assumed)
+    if st is None:
+        st = await fw.run_pre_bind_plugins(state, assumed, host)
+    if st is None:
+        # A binder extender interested in the pod binds it instead of the bind plugins (upstream: bind).
+        bound, st = await extenders_binding(sched.algorithm.extenders, assumed, host)
+        if not bound:
+            st = await fw.run_bind_plugins(state, assumed, host)
+            if st is not None and st.code == Code.SKIP:
+                st = Status.as_error("no bind plugin bound the pod")
+    if st is not None:
+        fw.run_reserve_plugins_unreserve(state, assumed, host)
+        sched.cache.forget_pod(assumed)
+        # The node's room is free again: pods waiting on it may fit now (upstream moves on AssignedPodDelete).
+        sched.on_binding_failed(assumed)
+        await handle_scheduling_failure(sched, fw, qpi, st, None, None, cycle, started)
+        return
+    sched.cache.finish_binding(assumed)
+    elapsed = time.perf_counter() - started
+    metrics.schedule_attempts.labels("scheduled", fw.profile_name).inc()
+    metrics.scheduling_attempt_duration.labels("scheduled", fw.profile_name).observe(elapsed)
+    metrics.pod_scheduling_attempts.observe(qpi.attempts)
+    if qpi.initial_attempt_timestamp is not None:
+        metrics.pod_scheduling_sli_duration.labels(str(min(qpi.attempts, 15))).observe(
+            max(0.0, sched.queue_clock() - qpi.initial_attempt_timestamp)
+        )
+    fw.run_post_bind_plugins(state, assumed, host)
+    md = assumed["metadata"]
+    sched.record_event(
+        fw, assumed, "Normal", "Scheduled", "Binding",
+        f"Successfully assigned {md.get('namespace')}/{md.get('name')} to {host}",
+    )  # fmt: skip
+    sched.queue.done(md["uid"])
+
+
+async def handle_scheduling_failure(
+    sched: Scheduler,
+    fw: Framework,
+    qpi: QueuedPodInfo,
+    status: Status,
+    fit_error: FitError | None,
+    result: ScheduleResult | None,
+    cycle: int,
+    started: float,
+) -> None:
+    """Record the failure on the pod (event, PodScheduled=False) and give it back to the queue."""
+    pod = qpi.pod
+    md = pod["metadata"]
+    rejected = status.is_rejected()
+    if rejected:
+        reason = "Unschedulable"
+        metrics.schedule_attempts.labels("unschedulable", fw.profile_name).inc()
+        metrics.scheduling_attempt_duration.labels("unschedulable", fw.profile_name).observe(
+            time.perf_counter() - started
+        )
+        if fit_error is not None:
+            qpi.unschedulable_plugins = set(fit_error.diagnosis.unschedulable_plugins)
+            qpi.pending_plugins = set(fit_error.diagnosis.pending_plugins)
+            message = fit_error.message()
+        else:
+            qpi.unschedulable_plugins = {status.plugin} if status.plugin else set()
+            message = status.message()
+        if status.code == Code.PENDING:
+            qpi.pending_plugins = {status.plugin} if status.plugin else set()
+    else:
+        reason = "SchedulerError"
+        metrics.schedule_attempts.labels("error", fw.profile_name).inc()
+        metrics.scheduling_attempt_duration.labels("error", fw.profile_name).observe(time.perf_counter() - started)
+        message = status.message()
+        qpi.unschedulable_plugins = set()
+        qpi.pending_plugins = set()
+    # The pod may have changed or gone meanwhile: requeue what the informer cache has now (upstream does too).
+    current = sched.pod_lister_get(md.get("namespace", ""), md["name"])
+    if current is None or current["metadata"].get("uid") != md.get("uid"):
+        sched.queue.done(md["uid"])
+        return
+    if (current.get("spec") or {}).get("nodeName"):
+        sched.queue.done(md["uid"])
+        return
+    if current is not pod:
+        qpi.pod_info = type(qpi.pod_info)(current)
+    sched.queue.add_unschedulable_if_not_present(qpi, cycle)
+    nominating = result.nominating_info if result is not None else None
+    # Tell the queue before the pod update comes back, so the next cycles already count the nomination.
+    sched.queue.add_nominated_pod(qpi.pod_info, nominating)
+    sched.record_event(fw, pod, "Warning", "FailedScheduling", "Scheduling", message)
+    # Written in the background as the binding is: the next pod need not wait for this round trip.
+    sched.run_in_background(sched.update_pod_status(pod, reason, message, nominating), "status")
+    sched.queue.done(md["uid"])
