@@ -366,6 +366,11 @@ def main() -> None:
     args = ap.parse_args()
     scale = 10 if args.quick else 1
 
+    t0 = time.perf_counter()
+    sum(range(10**7))
+    console.print(
+        f"this machine: sum(range(10**7)) takes {(time.perf_counter() - t0) * 1e3:.0f} ms (a typical core: ~100 ms)"
+    )
     with console.status("the scheduling algorithm alone at 5000 nodes..."):
         vec = algorithm_per_pod(5000, 200 if args.quick else 2000, vectorized=True)
         per_node = algorithm_per_pod(5000, 20 if args.quick else 100, vectorized=False, init_pods=100)

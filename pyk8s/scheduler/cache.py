@@ -8,7 +8,8 @@ informer events, plus pods the scheduler has *assumed* onto a node before the AP
 
 `update_snapshot` refreshes the cycle's `Snapshot` by copying only the nodes that changed since the last call.
 Nodes are listed zone by zone, round-robin, as upstream's nodeTree does, so a percentage-limited search spreads
-over zones.
+over zones. A node keeps its place in that order while its zone stays the same: an update (a heartbeat) only
+refreshes its NodeInfo in the snapshot; an add, a removal or a zone change rebuilds the snapshot's node list.
 """
 
 from __future__ import annotations
@@ -54,7 +55,10 @@ class SchedulerCache:
         self.nodes: dict[str, NodeInfo] = {}
         self.pod_states: dict[str, PodState] = {}
         self.assumed: set[str] = set()
-        self._zones: dict[str, list[str]] = {}  # zone key -> node names, in arrival order
+        # The node tree: zone key -> its nodes' names (an ordered set, in arrival order), zones in arrival order,
+        # and each node's zone key there.
+        self._zones: dict[str, dict[str, None]] = {}
+        self._zone_of: dict[str, str] = {}
         self._image_nodes: dict[str, set[str]] = {}
         self._image_sizes: dict[str, int] = {}
         self._dirty: set[str] = set()
@@ -70,21 +74,15 @@ class SchedulerCache:
         if ni is None:
             ni = self.nodes[name] = NodeInfo()
         elif ni.node is not None:
-            self._remove_from_tree(ni.node)
             self._remove_images(ni.node)
-        had_node = ni.node is not None
         ni.set_node(node)
-        self._add_to_tree(node)
+        self._place_in_tree(name, zone_key(node))
         self._add_images(node)
         self._touch(name, node_object=True)
-        if not had_node:
-            self._membership_changed = True
 
     def update_node(self, old: Node | None, new: Node) -> None:
-        name = new["metadata"]["name"]
-        ni = self.nodes.get(name)
-        if ni is not None and ni.node is not None and old is not None and zone_key(old) != zone_key(new):
-            self._membership_changed = True  # the node moves in the zone round-robin order
+        """A node's new version (upstream: UpdateNode). Its place in the zone order is the one the cache holds,
+        whatever `old` says."""
         self.add_node(new)
 
     def remove_node(self, node: Node) -> None:
@@ -92,7 +90,7 @@ class SchedulerCache:
         ni = self.nodes.get(name)
         if ni is None or ni.node is None:
             return
-        self._remove_from_tree(ni.node)
+        self._remove_from_tree(name)
         self._remove_images(ni.node)
         if ni.pods:
             ni.remove_node()  # keep the pods until their deletes arrive (upstream does the same)
@@ -101,18 +99,27 @@ class SchedulerCache:
         self._membership_changed = True
         self._touch(name, node_object=True)
 
-    def _add_to_tree(self, node: Node) -> None:
-        self._zones.setdefault(zone_key(node), []).append(node["metadata"]["name"])
+    def _place_in_tree(self, name: str, zone: str) -> None:
+        """Put the node in its zone's list (upstream: nodeTree.addNode / updateNode). A node already in that zone
+        stays where it is, so an update neither reorders the nodes nor rebuilds the snapshot's list; a new
+        node, or one whose zone changed, goes to the end of its zone's list."""
+        current = self._zone_of.get(name)
+        if current == zone:
+            return
+        if current is not None:
+            self._remove_from_tree(name)
+        self._zones.setdefault(zone, {})[name] = None
+        self._zone_of[name] = zone
+        self._membership_changed = True
 
-    def _remove_from_tree(self, node: Node) -> None:
-        names = self._zones.get(zone_key(node))
-        if names is not None:
-            try:
-                names.remove(node["metadata"]["name"])
-            except ValueError:
-                pass
-            if not names:
-                del self._zones[zone_key(node)]
+    def _remove_from_tree(self, name: str) -> None:
+        zone = self._zone_of.pop(name, None)
+        if zone is None:
+            return
+        names = self._zones[zone]
+        del names[name]
+        if not names:
+            del self._zones[zone]  # a zone that comes back goes to the end of the zone order, as upstream
 
     def _add_images(self, node: Node) -> None:
         name = node["metadata"]["name"]
@@ -136,7 +143,7 @@ class SchedulerCache:
 
     def node_names_in_tree_order(self) -> list[str]:
         """Zone round-robin: the first node of each zone, then the second of each, … (upstream: nodeTree.list)."""
-        zones = list(self._zones.values())
+        zones = [list(z) for z in self._zones.values()]
         out: list[str] = []
         depth = max((len(z) for z in zones), default=0)
         for i in range(depth):
@@ -288,7 +295,7 @@ class SchedulerCache:
         snapshot.generation = self.generation
 
     def _num_nodes_with_objects(self) -> int:
-        return sum(len(z) for z in self._zones.values())
+        return len(self._zone_of)
 
     def dump(self) -> dict[str, Any]:
         return {

@@ -76,13 +76,13 @@ def _validate_leader_election(le: LeaderElection) -> list[FieldError]:
     if le.lease_duration <= le.renew_deadline:
         detail = "must be greater than `RenewDeadline`"
         errs.append(e.invalid("leaderElection.leaseDuration", go_duration_value(le.renew_deadline), detail))
-    for name, value in (
+    for field, text in (
         ("resourceLock", le.resource_lock),
         ("resourceNamespace", le.resource_namespace),
         ("resourceName", le.resource_name),
     ):
-        if not value:
-            errs.append(e.required(child("leaderElection", name)))
+        if not text:
+            errs.append(e.required(child("leaderElection", field)))
     return errs
 
 

@@ -2,10 +2,12 @@
 server (or, for `explain`, over the live cluster's objects).
 
 Unlike a scheduling cycle, which stops at a node's first failing Filter, this runs every PreFilter, every
-Filter on every node, every PreScore and Score, so each plugin's answer is visible; `score` is after
-NormalizeScore and before weights, `totalScore` the weighted sum, `selectedNode` the best node passing every
-filter (upstream breaks ties at random; here the first in the scheduler's node order wins, so answers are
-repeatable).
+Filter on every node, every PreScore and Score, so each plugin's answer is visible. PreScore, Score and
+NormalizeScore run over the scenario's `candidateNodes` when it names them (exactly those, feasible or not), and
+otherwise over the feasible nodes — those every PreFilter and Filter passed, what the scheduler would score (none
+when a PreFilter rejected the pod). `score` is after NormalizeScore and before weights (or `{"error": ...}` when
+the plugin failed), `totalScore` the weighted sum, `selectedNode` the best scored node passing every filter
+(upstream breaks ties at random; here the first in the scheduler's node order wins, so answers are repeatable).
 """
 
 from __future__ import annotations
@@ -112,6 +114,7 @@ def evaluate(scenario: dict[str, Any], config: SchedulerConfig | None = None) ->
     # PreFilter: each plugin on its own, none stopping the others.
     rejected_by_pre_filter: dict[str, Status] = {}
     allowed: set[str] | None = None
+    st: Status | None
     for plugin in fw.points["preFilter"]:
         try:
             result, st = plugin.pre_filter(state, pod, nodes)
@@ -137,7 +140,7 @@ def evaluate(scenario: dict[str, Any], config: SchedulerConfig | None = None) ->
         verdicts: dict[str, Any] = {}
         for ni in nodes:
             if plugin.name in rejected_by_pre_filter:
-                st: Status | None = rejected_by_pre_filter[plugin.name]
+                st = rejected_by_pre_filter[plugin.name]
             elif plugin.name in state.skip_filter_plugins:
                 verdicts[ni.name] = {"code": "Skip", "reasons": []}
                 continue
@@ -151,10 +154,10 @@ def evaluate(scenario: dict[str, Any], config: SchedulerConfig | None = None) ->
                 feasible.discard(ni.name)
         out["filter"][plugin.name] = verdicts
 
-    # PreScore and Score over the candidate nodes.
+    # PreScore and Score over the candidate nodes: the scenario's, or the feasible ones.
     candidates = scenario.get("candidateNodes")
     if candidates is None:
-        score_nodes = list(nodes)
+        score_nodes = [ni for ni in nodes if ni.name in feasible]
     else:
         if not isinstance(candidates, list):
             raise ScenarioError("candidateNodes: must be a list of node names")
@@ -189,7 +192,10 @@ def evaluate(scenario: dict[str, Any], config: SchedulerConfig | None = None) ->
         if failed is None:
             ext = plugin.score_extensions()
             if ext is not None:
-                failed = ext.normalize_score(state, pod, scores)
+                try:
+                    failed = ext.normalize_score(state, pod, scores)
+                except Exception as e:
+                    failed = Status.as_error(e)
         if failed is not None and failed.code != Code.SUCCESS:
             out["score"][plugin.name] = {"error": failed.message()}
             continue

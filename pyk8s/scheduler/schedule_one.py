@@ -246,7 +246,8 @@ class ScheduleAlgorithm:
         if pre_result is not None and pre_result.node_names is not None:
             candidates = [snapshot.positions[name] for name in pre_result.node_names if name in snapshot.positions]
             candidates.sort()
-            outside = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "node(s) didn't satisfy plugin(s) PreFilter")
+            narrowed = " ".join(sorted(diagnosis.unschedulable_plugins))
+            outside = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, f"node(s) didn't satisfy plugin(s) [{narrowed}]")
             chosen = set(candidates)
             for i, ni in enumerate(all_nodes):
                 if i not in chosen:
@@ -257,6 +258,8 @@ class ScheduleAlgorithm:
             else self.percentage_of_nodes_to_score,
             num_nodes,
         )  # fmt: skip
+        if not fw.has_score_plugins() and not any(e.is_filter() or e.is_prioritizer() for e in self.extenders):
+            to_find = 1  # nothing would tell feasible nodes apart: the first one will do (upstream since 1.30)
         start = self.next_start_node_index
         try:
             feasible, processed = fw.find_feasible(state, pod, candidates, to_find, start)
@@ -365,33 +368,64 @@ class ScheduleAlgorithm:
 # -- the cycle with the API (used by the running scheduler) ---------------------------------------------------
 
 
+# Upstream's clearNominatedNode: failures after a node was chosen drop any nomination the pod had.
+CLEAR_NOMINATION = PostFilterResult("", "ModeOverride")
+PODS_TO_ACTIVATE = "kubernetes.io/pods-to-activate"  # CycleState key plugins write pods to activate under
+
+
 async def schedule_one(sched: Scheduler, qpi: QueuedPodInfo) -> None:
     pod = qpi.pod
+    md = pod["metadata"]
     fw = sched.framework_for_pod(pod)
     if fw is None:
-        log.error(
-            "pod %s/%s names an unknown scheduler profile", pod["metadata"].get("namespace"), pod["metadata"]["name"]
-        )
-        sched.queue.done(pod["metadata"]["uid"])
+        log.error("pod %s/%s names an unknown scheduler profile", md.get("namespace"), md["name"])
+        sched.queue.done(md["uid"])
         return
-    if skip_pod_schedule(sched, pod):
-        sched.queue.done(pod["metadata"]["uid"])
+    if skip_pod_schedule(sched, fw, pod):
+        sched.queue.done(md["uid"])
         return
     started = time.perf_counter()
     state = CycleState()
     state.record_plugin_metrics = random.random() < 0.1  # upstream samples plugin metrics in 10% of cycles
+    state.write(PODS_TO_ACTIVATE, {})
     cycle = sched.queue.scheduling_cycle()
-    result, assumed_pod, status, fit_error = await scheduling_cycle(sched, fw, state, qpi, started)
+    try:
+        result, assumed_pod, status, fit_error = await scheduling_cycle(sched, fw, state, qpi, started)
+    except Exception as e:  # a plugin bug: the pod goes back to the queue with an error, the loop goes on
+        log.exception("scheduling cycle of pod %s/%s failed", md.get("namespace"), md["name"])
+        assumed = sched.cache.get_pod(pod)
+        if assumed is not None and sched.cache.is_assumed_pod(pod):
+            sched.cache.forget_pod(assumed)
+        result, assumed_pod, status, fit_error = (
+            ScheduleResult("", nominating_info=CLEAR_NOMINATION),
+            None,
+            (Status.as_error(e)),
+            None,
+        )
     if status is not None:
         await handle_scheduling_failure(sched, fw, qpi, status, fit_error, result, cycle, started)
         return
     assert result is not None and assumed_pod is not None
+    _activate(sched, state)
     sched.run_in_background(binding_cycle(sched, fw, state, result, assumed_pod, qpi, started, cycle), "binding")
 
 
-def skip_pod_schedule(sched: Scheduler, pod: Pod) -> bool:
+def _activate(sched: Scheduler, state: CycleState) -> None:
+    """Pods plugins asked to activate during a cycle move to activeQ (upstream: PodsToActivate)."""
+    pods = state.get(PODS_TO_ACTIVATE)
+    if pods:
+        sched.queue.activate(dict(pods))
+        pods.clear()
+
+
+def skip_pod_schedule(sched: Scheduler, fw: Framework, pod: Pod) -> bool:
     """A pod being deleted, or one already assumed (an update raced the binding), is not scheduled."""
-    if pod["metadata"].get("deletionTimestamp"):
+    md = pod["metadata"]
+    if md.get("deletionTimestamp"):
+        sched.record_event(
+            fw, pod, "Warning", "FailedScheduling", "Scheduling",
+            f"skip schedule deleting pod: {md.get('namespace')}/{md.get('name')}",
+        )  # fmt: skip
         return True
     return sched.cache.is_assumed_pod(pod)
 
@@ -400,54 +434,56 @@ async def scheduling_cycle(
     sched: Scheduler, fw: Framework, state: CycleState, qpi: QueuedPodInfo, started: float
 ) -> tuple[ScheduleResult | None, Pod | None, Status | None, FitError | None]:
     pod = qpi.pod
+    t0 = time.perf_counter()
     try:
-        t0 = time.perf_counter()
         if sched.algorithm.extenders:
             result = await sched.algorithm.schedule_pod_async(fw, state, pod)
         else:
             result = sched.algorithm.schedule_pod(fw, state, pod)
-        metrics.scheduling_algorithm_duration.observe(time.perf_counter() - t0)
     except FitError as fit:
+        metrics.scheduling_algorithm_duration.observe(time.perf_counter() - t0)
         if not fw.has_post_filter_plugins():
-            return None, None, Status(Code.UNSCHEDULABLE, fit.message()), fit
+            return ScheduleResult(""), None, Status(Code.UNSCHEDULABLE, fit.message()), fit
         pf_result, pf_status = await fw.run_post_filter_plugins(state, pod, fit.diagnosis.node_to_status)
-        msg = pf_status.message() if pf_status is not None else ""
-        fit.diagnosis.post_filter_msg = msg
-        res = ScheduleResult("", nominating_info=pf_result)
-        return res, None, Status(Code.UNSCHEDULABLE, fit.message()), fit
+        fit.diagnosis.post_filter_msg = pf_status.message() if pf_status is not None else ""
+        return ScheduleResult("", nominating_info=pf_result), None, Status(Code.UNSCHEDULABLE, fit.message()), fit
     except ScheduleError as e:
+        metrics.scheduling_algorithm_duration.observe(time.perf_counter() - t0)
+        clear = ScheduleResult("", nominating_info=CLEAR_NOMINATION)
         if e.status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
-            return None, None, e.status, None
-        return None, None, Status(Code.ERROR, e.status.message()), None
+            return clear, None, e.status, None
+        return clear, None, Status(Code.ERROR, e.status.message()), None
+    metrics.scheduling_algorithm_duration.observe(time.perf_counter() - t0)
+    host = result.suggested_host
+    clear = ScheduleResult("", nominating_info=CLEAR_NOMINATION)
     assumed = copy.copy(pod)
-    assumed["spec"] = {**pod["spec"], "nodeName": result.suggested_host}
+    assumed["spec"] = {**pod["spec"], "nodeName": host}
     try:
         sched.cache.assume_pod(assumed)
     except ValueError as e:
-        return None, None, Status.as_error(e), None
-    host = result.suggested_host
-    st = fw.run_reserve_plugins_reserve(state, assumed, host)
-    if st is not None:
-        fw.run_reserve_plugins_unreserve(state, assumed, host)
-        sched.cache.forget_pod(assumed)
-        return None, None, st, _fit_error_for(pod, sched, st)
-    st = fw.run_permit_plugins(state, assumed, host)
-    if st is not None and st.code != Code.WAIT:
-        fw.run_reserve_plugins_unreserve(state, assumed, host)
-        sched.cache.forget_pod(assumed)
-        return None, None, st, _fit_error_for(pod, sched, st)
-    if qpi.pod_info.pod.get("status", {}).get("nominatedNodeName"):
-        sched.queue.delete_nominated_pod_if_exists(pod)
+        return clear, None, Status.as_error(e), None
+    # An assumed pod is no longer a nominated one (upstream: assume).
+    sched.queue.delete_nominated_pod_if_exists(assumed)
+    for run in (fw.run_reserve_plugins_reserve, fw.run_permit_plugins):
+        try:
+            st = run(state, assumed, host)
+        except Exception as e:
+            st = Status.as_error(e)
+        if st is not None and st.code != Code.WAIT:
+            fw.run_reserve_plugins_unreserve(state, assumed, host)
+            sched.cache.forget_pod(assumed)
+            return clear, None, st, _fit_error_for(pod, host, st)
     return result, assumed, None, None
 
 
-def _fit_error_for(pod: Pod, sched: Scheduler, st: Status) -> FitError | None:
+def _fit_error_for(pod: Pod, host: str, st: Status) -> FitError | None:
+    """A rejection at Reserve, Permit or PreBind reads as a FitError over the one node tried (upstream)."""
     if not st.is_rejected():
         return None
-    d = Diagnosis(node_to_status={}, unschedulable_plugins={st.plugin} if st.plugin else set())
-    fit = FitError(pod, 1, d)
-    fit.diagnosis.node_to_status = {}
-    return fit
+    d = Diagnosis(node_to_status={host: st}, unschedulable_plugins={st.plugin} if st.plugin else set())
+    if st.code == Code.PENDING:
+        d.pending_plugins.add(st.plugin)
+    return FitError(pod, 1, d)
 
 
 async def binding_cycle(
@@ -461,39 +497,77 @@ async def binding_cycle(
     cycle: int,
 ) -> None:
     host = result.suggested_host
-    st = await fw.wait_on_permit(assumed)
-    if st is None:
-        st = await fw.run_pre_bind_plugins(state, assumed, host)
-    if st is None:
-        # A binder extender interested in the pod binds it instead of the bind plugins (upstream: bind).
-        bound, st = await extenders_binding(sched.algorithm.extenders, assumed, host)
-        if not bound:
-            st = await fw.run_bind_plugins(state, assumed, host)
-            if st is not None and st.code == Code.SKIP:
-                st = Status.as_error("no bind plugin bound the pod")
-    if st is not None:
-        fw.run_reserve_plugins_unreserve(state, assumed, host)
-        sched.cache.forget_pod(assumed)
-        # The node's room is free again: pods waiting on it may fit now (upstream moves on AssignedPodDelete).
-        sched.on_binding_failed(assumed)
-        await handle_scheduling_failure(sched, fw, qpi, st, None, None, cycle, started)
-        return
+    md = assumed["metadata"]
+    fit_error: FitError | None = None
+    try:
+        st = await fw.wait_on_permit(assumed)
+        if st is not None:
+            fit_error = _fit_error_for(assumed, host, st)
+        else:
+            # Past Permit no failure makes the pod unschedulable, so the queue's in-flight record can go.
+            sched.queue.done(md["uid"])
+            async with sched.api_slot():
+                st = await fw.run_pre_bind_plugins(state, assumed, host)
+                if st is not None:
+                    fit_error = _fit_error_for(assumed, host, st)
+                else:
+                    # A binder extender interested in the pod binds it instead of the bind plugins (upstream: bind).
+                    bound, st = await extenders_binding(sched.algorithm.extenders, assumed, host)
+                    if not bound:
+                        st = await fw.run_bind_plugins(state, assumed, host)
+                        if st is not None and st.code == Code.SKIP:
+                            st = Status.as_error("no bind plugin bound the pod")
+                    if st is not None and st.is_rejected():
+                        st = Status(st.code, *st.reasons)  # a Bind rejection names no unschedulable plugin
+    except Exception as e:  # a plugin bug: treated as a failed binding, never a leaked assumed pod
+        log.exception("binding cycle of pod %s/%s failed", md.get("namespace"), md.get("name"))
+        st, fit_error = Status.as_error(e), None
     sched.cache.finish_binding(assumed)
+    if st is not None:
+        await handle_binding_cycle_error(sched, fw, state, qpi, assumed, host, st, fit_error, cycle, started)
+        return
     elapsed = time.perf_counter() - started
     metrics.schedule_attempts.labels("scheduled", fw.profile_name).inc()
     metrics.scheduling_attempt_duration.labels("scheduled", fw.profile_name).observe(elapsed)
     metrics.pod_scheduling_attempts.observe(qpi.attempts)
     if qpi.initial_attempt_timestamp is not None:
-        metrics.pod_scheduling_sli_duration.labels(str(min(qpi.attempts, 15))).observe(
+        attempts = str(qpi.attempts) if qpi.attempts < 16 else "15+"
+        metrics.pod_scheduling_sli_duration.labels(attempts).observe(
             max(0.0, sched.queue_clock() - qpi.initial_attempt_timestamp)
         )
-    fw.run_post_bind_plugins(state, assumed, host)
-    md = assumed["metadata"]
     sched.record_event(
         fw, assumed, "Normal", "Scheduled", "Binding",
         f"Successfully assigned {md.get('namespace')}/{md.get('name')} to {host}",
     )  # fmt: skip
-    sched.queue.done(md["uid"])
+    fw.run_post_bind_plugins(state, assumed, host)
+    _activate(sched, state)
+
+
+async def handle_binding_cycle_error(
+    sched: Scheduler,
+    fw: Framework,
+    state: CycleState,
+    qpi: QueuedPodInfo,
+    assumed: Pod,
+    host: str,
+    st: Status,
+    fit_error: FitError | None,
+    cycle: int,
+    started: float,
+) -> None:
+    """Unreserve, forget the assumed pod and requeue it (upstream: handleBindingCycleError)."""
+    fw.run_reserve_plugins_unreserve(state, assumed, host)
+    forgotten = sched.cache.is_assumed_pod(assumed)
+    sched.cache.forget_pod(assumed)
+    uid = assumed["metadata"]["uid"]
+    # The room the pod held is free again, as if an assigned pod were deleted. A rejected pod is itself left
+    # out and handed back first, so its own event cannot requeue it (upstream defers the move).
+    if forgotten and not st.is_rejected():
+        sched.on_binding_failed(assumed)
+    result = ScheduleResult("", nominating_info=CLEAR_NOMINATION)
+    await handle_scheduling_failure(sched, fw, qpi, st, fit_error, result, cycle, started)
+    if forgotten and st.is_rejected():
+        sched.on_binding_failed(assumed, exclude_uid=uid)
 
 
 async def handle_scheduling_failure(
@@ -506,47 +580,47 @@ async def handle_scheduling_failure(
     cycle: int,
     started: float,
 ) -> None:
-    """Record the failure on the pod (event, PodScheduled=False) and give it back to the queue."""
+    """Record the failure on the pod (event, PodScheduled=False, nomination) and give it back to the queue
+    (upstream: handleSchedulingFailure)."""
     pod = qpi.pod
     md = pod["metadata"]
-    rejected = status.is_rejected()
-    if rejected:
+    elapsed = time.perf_counter() - started
+    if status.is_rejected():
         reason = "Unschedulable"
         metrics.schedule_attempts.labels("unschedulable", fw.profile_name).inc()
-        metrics.scheduling_attempt_duration.labels("unschedulable", fw.profile_name).observe(
-            time.perf_counter() - started
-        )
+        metrics.scheduling_attempt_duration.labels("unschedulable", fw.profile_name).observe(elapsed)
         if fit_error is not None:
             qpi.unschedulable_plugins = set(fit_error.diagnosis.unschedulable_plugins)
             qpi.pending_plugins = set(fit_error.diagnosis.pending_plugins)
             message = fit_error.message()
         else:
             qpi.unschedulable_plugins = {status.plugin} if status.plugin else set()
+            qpi.pending_plugins = set()
             message = status.message()
-        if status.code == Code.PENDING:
-            qpi.pending_plugins = {status.plugin} if status.plugin else set()
+        if status.code == Code.PENDING and status.plugin:
+            qpi.pending_plugins.add(status.plugin)
     else:
         reason = "SchedulerError"
         metrics.schedule_attempts.labels("error", fw.profile_name).inc()
-        metrics.scheduling_attempt_duration.labels("error", fw.profile_name).observe(time.perf_counter() - started)
+        metrics.scheduling_attempt_duration.labels("error", fw.profile_name).observe(elapsed)
         message = status.message()
         qpi.unschedulable_plugins = set()
         qpi.pending_plugins = set()
     # The pod may have changed or gone meanwhile: requeue what the informer cache has now (upstream does too).
     current = sched.pod_lister_get(md.get("namespace", ""), md["name"])
     if current is None or current["metadata"].get("uid") != md.get("uid"):
+        log.info("pod %s/%s doesn't exist in the informer cache", md.get("namespace"), md["name"])
         sched.queue.done(md["uid"])
-        return
-    if (current.get("spec") or {}).get("nodeName"):
+    elif (current.get("spec") or {}).get("nodeName"):
+        log.info("pod %s/%s has been assigned to a node; not adding it back", md.get("namespace"), md["name"])
         sched.queue.done(md["uid"])
-        return
-    if current is not pod:
-        qpi.pod_info = type(qpi.pod_info)(current)
-    sched.queue.add_unschedulable_if_not_present(qpi, cycle)
+    else:
+        if current is not pod:
+            qpi.pod_info = type(qpi.pod_info)(current)
+        sched.queue.add_unschedulable_if_not_present(qpi, cycle)  # also marks the attempt done
     nominating = result.nominating_info if result is not None else None
     # Tell the queue before the pod update comes back, so the next cycles already count the nomination.
     sched.queue.add_nominated_pod(qpi.pod_info, nominating)
     sched.record_event(fw, pod, "Warning", "FailedScheduling", "Scheduling", message)
     # Written in the background as the binding is: the next pod need not wait for this round trip.
     sched.run_in_background(sched.update_pod_status(pod, reason, message, nominating), "status")
-    sched.queue.done(md["uid"])

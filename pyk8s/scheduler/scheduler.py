@@ -18,6 +18,7 @@ from collections.abc import Coroutine
 from typing import Any
 
 from ..api.meta import rfc3339
+from ..api.quantity import parse_quantity
 from ..client.cache import DeletedFinalStateUnknown, SharedInformerFactory
 from ..client.cache.shared_informer import drop_managed_fields
 from ..client.events import EventBroadcaster
@@ -96,15 +97,27 @@ def terminal(pod: Pod) -> bool:
     return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
 
+def _quantities(resources: dict[str, Any] | None) -> dict[str, Any]:
+    """Resource amounts compared by value ("1" equals "1000m"), as upstream's semantic equality does."""
+    out: dict[str, Any] = {}
+    for name, text in (resources or {}).items():
+        try:
+            out[name] = parse_quantity(str(text))
+        except ValueError:
+            out[name] = text
+    return out
+
+
 def node_update_events(old: dict[str, Any], new: dict[str, Any]) -> list[ClusterEvent]:
     """Which scheduling-relevant properties of a node changed (upstream: nodeSchedulingPropertiesChange)."""
     out: list[ClusterEvent] = []
     os_, ns_ = old.get("spec") or {}, new.get("spec") or {}
     ost, nst = old.get("status") or {}, new.get("status") or {}
     omd, nmd = old.get("metadata") or {}, new.get("metadata") or {}
-    if bool(os_.get("unschedulable")) != bool(ns_.get("unschedulable")):
+    # Only a node becoming schedulable can help a pod (upstream: extractNodeSpecUnschedulableChange).
+    if bool(os_.get("unschedulable")) != bool(ns_.get("unschedulable")) and not ns_.get("unschedulable"):
         out.append(qe.NODE_SPEC_UNSCHEDULABLE_CHANGE)
-    if ost.get("allocatable") != nst.get("allocatable"):
+    if _quantities(ost.get("allocatable")) != _quantities(nst.get("allocatable")):
         out.append(qe.NODE_ALLOCATABLE_CHANGE)
     if (omd.get("labels") or {}) != (nmd.get("labels") or {}):
         out.append(qe.NODE_LABEL_CHANGE)
@@ -185,9 +198,10 @@ class Scheduler:
         return self.frameworks.get((pod.get("spec") or {}).get("schedulerName") or "default-scheduler")
 
     def run_in_background(self, coro: Coroutine[Any, Any, None], operation: str) -> None:
-        """Run an API round trip (a binding cycle, a status update) without holding up the next pod; counted
-        under upstream's goroutines metric by operation."""
-        task = asyncio.create_task(self._with_api_slot(coro))
+        """Run a binding cycle or an API round trip (a status update) without holding up the next pod; counted
+        under upstream's goroutines metric by operation. Status updates take an API slot; a binding cycle takes
+        one itself, only around PreBind and Bind (a pod waiting at Permit must not hold one)."""
+        task = asyncio.create_task(coro if operation == "binding" else self._with_api_slot(coro))
         self._background.add(task)
         gauge = metrics.goroutines.labels(operation)
         gauge.inc()
@@ -200,15 +214,21 @@ class Scheduler:
 
         task.add_done_callback(done)
 
-    async def _with_api_slot(self, coro: Coroutine[Any, Any, None]) -> None:
+    def api_slot(self) -> asyncio.Semaphore:
         # HTTP/1.1 has one request per connection at a time (client-go multiplexes over HTTP/2): without a cap
         # a burst of bindings would open a TLS connection each, and both ends would spend their time in
         # handshakes. A bounded set of kept-alive connections carries them instead.
+        return self._api_slots
+
+    async def _with_api_slot(self, coro: Coroutine[Any, Any, None]) -> None:
         async with self._api_slots:
             await coro
 
-    def on_binding_failed(self, pod: Pod) -> None:
-        self.queue.move_all_to_active_or_backoff_queue(qe.ASSIGNED_POD_DELETE, pod, None)
+    def on_binding_failed(self, pod: Pod, exclude_uid: str | None = None) -> None:
+        """The room an assumed pod held is free again: an AssignedPodDelete event, optionally not moving the pod
+        itself (upstream: handleBindingCycleError)."""
+        precheck = None if exclude_uid is None else (lambda p: p["metadata"].get("uid") != exclude_uid)
+        self.queue.move_all_to_active_or_backoff_queue(qe.ASSIGNED_POD_DELETE, pod, None, precheck)
 
     def pod_lister_get(self, namespace: str, name: str) -> Pod | None:
         if self._pods_lister is None:
@@ -259,49 +279,70 @@ class Scheduler:
     def _responsible(self, pod: Pod) -> bool:
         return ((pod.get("spec") or {}).get("schedulerName") or "default-scheduler") in self.frameworks
 
+    # Pods in a terminal phase are invisible to the scheduler, as upstream's pod informer filters them out: a pod
+    # turning terminal is its delete. Assigned pods go to the cache, unassigned ones of our profiles to the queue;
+    # a pod becoming assigned leaves the queue and enters the cache (upstream's two filtered handlers).
+
     def _on_pod_add(self, pod: Pod, _initial: bool = False) -> None:
-        if assigned(pod):
-            if not terminal(pod):
-                self.cache.add_pod(pod)
-                self.queue.assigned_pod_added(pod)
-        elif self._responsible(pod) and not terminal(pod):
-            self.queue.add(pod)
+        if not terminal(pod):
+            self._pod_added(pod)
 
     def _on_pod_update(self, old: Pod, new: Pod) -> None:
-        if assigned(new):
-            if not assigned(old):
-                # Bound: it leaves the queue and enters the cache (it may be assumed already).
-                self.queue.delete(old)
-                if not terminal(new):
-                    self.cache.add_pod(new)
-                    self.queue.assigned_pod_added(new)
-                return
-            if terminal(new):
-                self.cache.remove_pod(new)
-                self.queue.move_all_to_active_or_backoff_queue(qe.ASSIGNED_POD_DELETE, new, None)
-                return
+        if terminal(old):
+            if not terminal(new):
+                self._pod_added(new)
+            return
+        if terminal(new):
+            self._pod_deleted(new, tombstone=False)
+            return
+        if old["metadata"].get("uid") != new["metadata"].get("uid"):
+            self._pod_deleted(old, tombstone=False)
+            self._pod_added(new)
+            return
+        if assigned(old) and assigned(new):
             self.cache.update_pod(old, new)
             for ev in qe.pod_scheduling_properties_change(new, old):
                 self.queue.assigned_pod_updated(old, new, ev)
+        elif assigned(new):
+            self._unscheduled_pod_gone(old)
+            self.cache.add_pod(new)
+            self.queue.assigned_pod_added(new)
+        elif assigned(old):  # unbinding does not happen through the API; take it as a delete and an add
+            self._pod_deleted(old, tombstone=False)
+            self._pod_added(new)
         elif self._responsible(new):
-            if terminal(new):
-                self.queue.delete(new)
-            else:
-                self.queue.update(old, new)
+            self.queue.update(old, new)
 
     def _on_pod_delete(self, pod: Any) -> None:
         if isinstance(pod, DeletedFinalStateUnknown):
-            pod = pod.obj
+            self._pod_deleted(pod.obj, tombstone=True)
+        elif not terminal(pod) or self.cache.get_pod(pod) is not None:
+            self._pod_deleted(pod, tombstone=False)
+
+    def _pod_added(self, pod: Pod) -> None:
         if assigned(pod):
+            self.cache.add_pod(pod)
+            self.queue.assigned_pod_added(pod)
+        elif self._responsible(pod):
+            self.queue.add(pod)
+
+    def _pod_deleted(self, pod: Pod, tombstone: bool) -> None:
+        # A tombstone's object may be stale, so whether it was assigned is not trusted: clean up both sides.
+        if assigned(pod) or tombstone:
+            known = self.cache.get_pod(pod) is not None
             self.cache.remove_pod(pod)
-            self.queue.move_all_to_active_or_backoff_queue(qe.ASSIGNED_POD_DELETE, pod, None)
-        else:
-            self.queue.delete(pod)
-            uid = pod["metadata"].get("uid", "")
-            for fw in self.frameworks.values():
-                wp = fw.waiting_pods.get(uid)
-                if wp is not None:
-                    wp.reject("", "removed")
+            if known or assigned(pod):
+                self.queue.move_all_to_active_or_backoff_queue(qe.ASSIGNED_POD_DELETE, pod, None)
+        if not assigned(pod) or tombstone:
+            self._unscheduled_pod_gone(pod)
+
+    def _unscheduled_pod_gone(self, pod: Pod) -> None:
+        self.queue.delete(pod)
+        uid = pod["metadata"].get("uid", "")
+        for fw in self.frameworks.values():
+            wp = fw.waiting_pods.get(uid)
+            if wp is not None:
+                wp.reject("", "removed")
 
     def _on_node_add(self, node: dict[str, Any], _initial: bool = False) -> None:
         self.cache.add_node(node)
@@ -354,7 +395,8 @@ class Scheduler:
         self.factory.start()
         if self.broadcaster is not None:
             self.broadcaster.start()
-        background = [asyncio.create_task(self.queue.run()), asyncio.create_task(self._cleanup_assumed())]
+        background = [asyncio.create_task(self._supervised(self.queue.run, "queue flushing")),
+                      asyncio.create_task(self._supervised(self._cleanup_assumed, "assumed pod expiry"))]  # fmt: skip
         try:
             await self.factory.wait_for_cache_sync()
             # The informers' objects live as long as the process: move them out of the cyclic collector's
@@ -385,6 +427,18 @@ class Scheduler:
             for ext in self.algorithm.extenders:
                 await ext.close()
             await self.factory.shutdown()
+
+    async def _supervised(self, run: Any, what: str) -> None:
+        """Keep a background loop alive: a bug in one pass is logged, and the loop starts again."""
+        while True:
+            try:
+                await run()
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("%s failed; restarting it", what)
+                await asyncio.sleep(1.0)
 
     async def _cleanup_assumed(self) -> None:
         while True:

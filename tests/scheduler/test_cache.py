@@ -138,6 +138,41 @@ def test_nodes_listed_zone_by_zone():
     assert [ni.name for ni in snap.node_info_list] == ["a1", "b1", "c1", "a2", "c2", "a3"]
 
 
+def test_node_updates_keep_the_zone_order_and_the_node_list():
+    """Upstream's nodeTree.updateNode is a no-op while the zone key stays: a heartbeat neither moves the node in
+    the round-robin order nor rebuilds the snapshot's node list. A zone change moves the node to the end of its
+    new zone; adds and removals rebuild the list too."""
+    zone = "topology.kubernetes.io/zone"
+    cache = SchedulerCache()
+    for name, z in [("a1", "a"), ("a2", "a"), ("a3", "a"), ("b1", "b"), ("c1", "c"), ("c2", "c")]:
+        cache.add_node(make_node(name, labels={zone: z}))
+    snap = Snapshot()
+    cache.update_snapshot(snap)
+    order = ["a1", "b1", "c1", "a2", "c2", "a3"]
+    epoch = snap.epoch
+    for i in range(3):
+        for name, z in [("a1", "a"), ("b1", "b"), ("a2", "a")]:
+            old = cache.nodes[name].node
+            cache.update_node(old, make_node(name, labels={zone: z, "beat": str(i)}))
+        cache.add_node(make_node("c1", labels={zone: "c", "beat": str(i)}))  # a re-add of a known node, too
+        cache.update_snapshot(snap)
+        assert cache.node_names_in_tree_order() == order
+        assert [ni.name for ni in snap.node_info_list] == order
+        assert snap.epoch == epoch  # refreshed in place, not rebuilt
+        assert snap.get("a1").node["metadata"]["labels"]["beat"] == str(i)
+    cache.update_node(cache.nodes["a1"].node, make_node("a1", labels={zone: "b"}))
+    cache.update_snapshot(snap)
+    assert snap.epoch != epoch
+    assert [ni.name for ni in snap.node_info_list] == ["a2", "b1", "c1", "a3", "a1", "c2"]
+    epoch = snap.epoch
+    cache.remove_node(cache.nodes["b1"].node)
+    cache.remove_node(cache.nodes["a1"].node)
+    cache.add_node(make_node("b2", labels={zone: "b"}))  # zone b emptied, then comes back last
+    cache.update_snapshot(snap)
+    assert snap.epoch != epoch
+    assert [ni.name for ni in snap.node_info_list] == ["a2", "c1", "b2", "a3", "c2"]
+
+
 def test_image_states_count_nodes_with_the_image():
     cache = SchedulerCache()
     img = [{"names": ["nginx:1.25"], "sizeBytes": 100 * 1024 * 1024}]

@@ -389,6 +389,7 @@ async def test_binding_cycle_uses_the_binder_extender(fake: FakeExtender, harnes
         cache=SimpleNamespace(finish_binding=lambda p: None),
         queue=SimpleNamespace(done=rec.done.append),
         queue_clock=lambda: 0.0,
+        api_slot=lambda: asyncio.Semaphore(1),
         record_event=lambda fw, p, type_, reason, action, note: rec.events.append((reason, note)),
     )
     qpi = SimpleNamespace(attempts=1, initial_attempt_timestamp=None)

@@ -7,22 +7,73 @@ The next pod of the class does not recompute them: it replays the snapshot's cha
 per-node forms only on the nodes whose NodeInfo changed since (usually the one node the previous pod was assumed
 on). A rebuilt node list invalidates everything. The per-node forms are the specification and the vectorized
 forms are proven equal to them, so a cached column equals a freshly computed one.
+
+A replayed node is judged by `run_filter` / `run_score`, the functions the framework's per-node path uses too:
+a plugin that raises or answers a Score with a non-success status fails the cycle (FilterError / ScoreError,
+which the scheduling cycle turns into an Error status) instead of becoming a verdict or a score of 0.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import orjson
 
-from .interface import Code, CycleState, Pod
+from ...api.errors import go_quote
+from .interface import Code, CycleState, Pod, Status
 from .snapshot import Snapshot
+
+if TYPE_CHECKING:
+    from .types import NodeInfo
 
 CAPACITY = 256  # classes kept (least recently used dropped)
 REPLAY_LIMIT = 256  # more changed nodes than this: recomputing the column is cheaper than replaying
+
+
+class FilterError(Exception):
+    """A Filter plugin failed (raised, or answered neither Success nor a rejection): the cycle's Error status."""
+
+    def __init__(self, status: Status) -> None:
+        self.status = status
+        super().__init__(status.message())
+
+
+class ScoreError(Exception):
+    """A Score plugin or its NormalizeScore failed, or a score is out of range: the cycle's Error status."""
+
+    def __init__(self, status: Status) -> None:
+        self.status = status
+        super().__init__(status.message())
+
+
+def run_filter(plugin: Any, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+    """One Filter plugin on one node as upstream's RunFilterPlugins judges it: None on success, a rejection with
+    the plugin set, or an Error status for any other answer (or an exception; Go plugins cannot raise)."""
+    try:
+        st = plugin.filter(state, pod, node_info)
+    except Exception as e:  # a plugin bug must not take the scheduler down
+        st = Status.as_error(e)
+    if st is None or st.code == Code.SUCCESS:
+        return None
+    if not st.is_rejected():
+        return Status.as_error(f"running {go_quote(plugin.name)} filter plugin: {st.message()}", plugin.name)
+    st.plugin = plugin.name
+    return st
+
+
+def run_score(plugin: Any, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
+    """One Score plugin's raw score on one node; ScoreError with upstream's message when it does not succeed."""
+    try:
+        score, st = plugin.score(state, pod, node_info)
+    except Exception as e:
+        score, st = 0, Status.as_error(e)
+    if st is not None and st.code != Code.SUCCESS:
+        msg = f"running Score plugins: plugin {go_quote(plugin.name)} failed with: {st.message()}"
+        raise ScoreError(Status.as_error(msg, plugin.name))
+    return int(score)
 
 
 def equivalence_key(state: CycleState, pod: Pod) -> bytes:
@@ -91,12 +142,12 @@ class EquivalenceCache:
         def one(i: int) -> bool:
             ni = nodes[i]
             for p in plugins:
-                try:
-                    st = p.filter(state, pod, ni)
-                except Exception:
-                    return False
-                if st is not None and st.code != Code.SUCCESS:
-                    return False
+                st = run_filter(p, state, pod, ni)
+                if st is None:
+                    continue
+                if st.code == Code.ERROR:
+                    raise FilterError(st)
+                return False
             return True
 
         key = ("filter", equivalence_key(state, pod), tuple(p.name for p in plugins))
@@ -112,8 +163,7 @@ class EquivalenceCache:
             )
 
         def one(i: int) -> int:
-            score, _ = plugin.score(state, pod, nodes[i])
-            return score
+            return run_score(plugin, state, pod, nodes[i])
 
         key = ("score", equivalence_key(state, pod), plugin.name)
         return self.column(key, snapshot, compute, one)
@@ -132,7 +182,7 @@ class EquivalenceCache:
             return total
 
         def one(i: int) -> int:
-            return sum(w * p.score(state, pod, nodes[i])[0] for p, w in plugins)
+            return sum(w * run_score(p, state, pod, nodes[i]) for p, w in plugins)
 
         key = ("weighted", equivalence_key(state, pod), tuple((p.name, w) for p, w in plugins))
         return self.column(key, snapshot, compute, one)

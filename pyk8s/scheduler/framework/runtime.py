@@ -13,17 +13,20 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
 
+from ...api.errors import go_quote
 from .. import metrics
-from .equivalence import EquivalenceCache
+from ..config_decode import format_go_duration
+from .equivalence import EquivalenceCache, FilterError, ScoreError, run_filter, run_score
 from .handle import FrameworkHandle
 from .interface import (
     EXTENSION_POINTS,
     MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
     ClusterEventWithHint,
     Code,
     CycleState,
@@ -46,22 +49,49 @@ class FrameworkError(ValueError):
     """A profile whose plugins cannot be assembled (unknown plugin, wrong extension point, bad weight)."""
 
 
+def _go_duration(seconds: float) -> str:
+    return format_go_duration(round(seconds * 1_000_000_000))
+
+
 class WaitingPod:
-    """A pod a Permit plugin asked to wait (upstream: waitingPod); allowed or rejected by plugins later."""
+    """A pod Permit plugins asked to wait (upstream: waitingPod). Each waiting plugin's timer starts here and,
+    when it runs out before that plugin allowed the pod, rejects the pod; the pod is allowed once every waiting
+    plugin allowed it. `future` holds the outcome: None (allowed) or the rejection."""
 
     def __init__(self, pod: Pod, pending: dict[str, float]) -> None:
         self.pod = pod
-        self.pending = dict(pending)  # plugin -> timeout (s)
-        self.future: asyncio.Future[Status | None] = asyncio.get_running_loop().create_future()
+        self.pending = dict(pending)  # plugin -> its timeout (s), until the plugin allows the pod
+        loop = asyncio.get_running_loop()
+        self.future: asyncio.Future[Status | None] = loop.create_future()
+        self._timers = {
+            plugin: loop.call_later(timeout, self._timed_out, plugin, timeout)
+            for plugin, timeout in self.pending.items()
+        }
+
+    def _timed_out(self, plugin: str, timeout: float) -> None:
+        self.reject(plugin, f"rejected due to timeout after waiting {_go_duration(timeout)} at plugin {plugin}")
+
+    def get_pending_plugins(self) -> list[str]:
+        return list(self.pending)
 
     def allow(self, plugin: str) -> None:
+        """`plugin` allows the pod: its timer stops, the others keep running."""
+        timer = self._timers.pop(plugin, None)
+        if timer is not None:
+            timer.cancel()
         self.pending.pop(plugin, None)
         if not self.pending and not self.future.done():
             self.future.set_result(None)
 
     def reject(self, plugin: str, message: str) -> None:
+        self.cancel_timers()
         if not self.future.done():
             self.future.set_result(Status(Code.UNSCHEDULABLE, message, plugin=plugin))
+
+    def cancel_timers(self) -> None:
+        for timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
 
 
 def _status_in(result: Any) -> Status | None:
@@ -136,7 +166,7 @@ class Framework:
                 try:
                     self.plugins[name] = factory(plugin_args.get(name), self.handle)
                 except ValueError as e:
-                    raise FrameworkError(f"initializing plugin {name!r}: {e}") from None
+                    raise FrameworkError(f"initializing plugin {go_quote(name)}: {e}") from None
         self.points: dict[str, list[Any]] = {}
         self.score_weights: dict[str, int] = {}
         for point, base in EXTENSION_POINTS.items():
@@ -148,7 +178,7 @@ class Framework:
                 chosen.append(plugin)
                 if point == "score":
                     if weight is not None and weight < 0:
-                        raise FrameworkError(f"score plugin {name!r} has a negative weight")
+                        raise FrameworkError(f"score plugin {go_quote(name)} has a negative weight")
                     self.score_weights[name] = weight or 1
             self.points[point] = chosen
         if require_bind and not self.points["bind"]:
@@ -197,40 +227,52 @@ class Framework:
     def run_pre_filter_plugins(
         self, state: CycleState, pod: Pod, nodes: list[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None, set[str]]:
-        """Run every PreFilter; the first rejection stops. Returns (merged result, status, plugins that
-        rejected) — an empty node set from the merged results is UnschedulableAndUnresolvable."""
-        result: PreFilterResult | None = None
+        """Upstream's RunPreFilterPlugins: (merged result, status, the plugins whose PreFilterResult narrowed the
+        nodes — pluginsWithNodes, also on success). UnschedulableAndUnresolvable stops at once (no preemption
+        follows), and so does any other failure, Pending included, as an Error status. Unschedulable is kept
+        while the remaining PreFilters run (preemption reads their state) and returned at the end (the last one,
+        as upstream). A merged result with no node left is UnschedulableAndUnresolvable. The skipped plugins
+        are recorded in the state whatever the outcome (upstream: in a defer)."""
         skipped: set[str] = set()
-        rejecting: set[str] = set()
-        names_for_msg: list[str] = []
+        try:
+            return self._pre_filter(state, pod, nodes, skipped)
+        finally:
+            state.skip_filter_plugins = skipped
+
+    def _pre_filter(
+        self, state: CycleState, pod: Pod, nodes: list[NodeInfo], skipped: set[str]
+    ) -> tuple[PreFilterResult | None, Status | None, set[str]]:
+        result: PreFilterResult | None = None
+        with_nodes: set[str] = set()
+        rejection: Status | None = None
         for plugin in self.points["preFilter"]:
+            name = plugin.name
             try:
                 r, st = plugin.pre_filter(state, pod, nodes)
             except Exception as e:  # a plugin bug must not take the scheduler down
-                return None, Status.as_error(f"running PreFilter plugin {plugin.name!r}: {e}", plugin.name), set()
+                return None, Status.as_error(f"running PreFilter plugin {go_quote(name)}: {e}", name), set()
             if st is not None and st.code == Code.SKIP:
-                skipped.add(plugin.name)
+                skipped.add(name)
                 continue
             if st is not None and st.code != Code.SUCCESS:
-                st.plugin = plugin.name
-                if st.is_rejected():
-                    return None, st, {plugin.name}
-                return (
-                    None,
-                    Status.as_error(f"running PreFilter plugin {plugin.name!r}: {st.message()}", plugin.name),
-                    set(),
-                )
-            if r is not None and r.node_names is not None:
-                names_for_msg.append(plugin.name)
-                result = r if result is None else result.merge(r)
-                if not result.node_names:
-                    rejecting.update(names_for_msg)
-                    msg = f"node(s) didn't satisfy plugin(s) [{' '.join(names_for_msg)}] simultaneously"
-                    if len(names_for_msg) == 1:
-                        msg = f"node(s) didn't satisfy plugin {names_for_msg[0]}"
-                    return result, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, msg), rejecting
-        state.skip_filter_plugins = skipped
-        return result, None, set()
+                st.plugin = name
+                if st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                    return None, st, set()  # no preemption follows: the other PreFilters need not run
+                if st.code == Code.UNSCHEDULABLE:
+                    rejection = st  # preemption follows in this cycle and reads every PreFilter's state
+                    continue
+                return None, Status.as_error(f"running PreFilter plugin {go_quote(name)}: {st.message()}", name), set()
+            if r is None or r.node_names is None:
+                continue
+            with_nodes.add(name)
+            result = PreFilterResult(set(r.node_names)) if result is None else result.merge(r)
+            if not result.node_names:
+                listed = sorted(with_nodes)
+                msg = f"node(s) didn't satisfy plugin(s) [{' '.join(listed)}] simultaneously"
+                if len(listed) == 1:
+                    msg = f"node(s) didn't satisfy plugin {listed[0]}"
+                return result, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, msg), with_nodes
+        return result, rejection, with_nodes
 
     def run_pre_filter_extension_add_pod(
         self, state: CycleState, pod: Pod, pod_to_add: PodInfo, node_info: NodeInfo
@@ -267,14 +309,8 @@ class Framework:
         for plugin in self.points["filter"]:
             if plugin.name in state.skip_filter_plugins:
                 continue
-            try:
-                st = plugin.filter(state, pod, node_info)
-            except Exception as e:
-                return Status.as_error(f"running Filter plugin {plugin.name!r}: {e}", plugin.name)
-            if st is not None and st.code != Code.SUCCESS:
-                if not st.is_rejected():
-                    return Status.as_error(f"running {plugin.name!r} filter plugin: {st.message()}", plugin.name)
-                st.plugin = plugin.name
+            st = run_filter(plugin, state, pod, node_info)
+            if st is not None:
                 return st
         return None
 
@@ -405,13 +441,9 @@ class Framework:
             else:
                 st = None
                 for plugin in per_node:
-                    try:
-                        st = plugin.filter(state, pod, ni)
-                    except Exception as e:
-                        st = Status.as_error(f"running Filter plugin {plugin.name!r}: {e}", plugin.name)
-                    if st is not None and st.code != Code.SUCCESS:
+                    st = run_filter(plugin, state, pod, ni)
+                    if st is not None:
                         break
-                    st = None
             if st is None:
                 feasible.append(i)
                 if len(feasible) >= num_to_find:
@@ -447,7 +479,7 @@ class Framework:
             try:
                 r, st = await plugin.post_filter(state, pod, statuses)
             except Exception as e:
-                return None, Status.as_error(f"running PostFilter plugin {plugin.name!r}: {e}", plugin.name)
+                return None, Status.as_error(f"running PostFilter plugin {go_quote(plugin.name)}: {e}", plugin.name)
             if st is None or st.code == Code.SUCCESS:
                 return r, Status(plugin=plugin.name)
             if st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
@@ -463,17 +495,18 @@ class Framework:
     # -- PreScore / Score -------------------------------------------------------------------------------------
 
     @_timed("PreScore")
-    def run_pre_score_plugins(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status | None:
+    def run_pre_score_plugins(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
         skipped: set[str] = set()
         for plugin in self.points["preScore"]:
             try:
                 st = plugin.pre_score(state, pod, nodes)
             except Exception as e:
-                return Status.as_error(f"running PreScore plugin {plugin.name!r}: {e}", plugin.name)
+                st = Status.as_error(e)
             if st is not None and st.code == Code.SKIP:
                 skipped.add(plugin.name)
             elif st is not None and st.code != Code.SUCCESS:
-                return Status.as_error(f"running PreScore plugin {plugin.name!r}: {st.message()}", plugin.name)
+                state.skip_score_plugins = skipped  # upstream writes it in a defer, whatever the outcome
+                return Status.as_error(f"running PreScore plugin {go_quote(plugin.name)}: {st.message()}", plugin.name)
         state.skip_score_plugins = skipped
         return None
 
@@ -501,10 +534,10 @@ class Framework:
             if vector and plugin.node_local:
                 raw = self.equivalence.raw_scores(state, pod, snapshot, plugin)[idx]
             elif vector:
-                raw = np.asarray(plugin.score_vector(state, pod, snapshot, idx), dtype=np.int64)
+                raw = np.asarray(plugin.score_vector(state, pod, snapshot, idx), dtype=np.int64)  # type: ignore[attr-defined]
             else:
                 raw = np.fromiter(
-                    (self._score_one(plugin, state, pod, snapshot.node_info_list[i]) for i in positions),
+                    (run_score(plugin, state, pod, snapshot.node_info_list[i]) for i in positions),
                     dtype=np.int64,
                     count=len(positions),
                 )
@@ -515,12 +548,6 @@ class Framework:
         if summed:
             total += self.equivalence.weighted_scores(state, pod, snapshot, summed)[idx]
         return total, scores_by_plugin
-
-    def _score_one(self, plugin: ScorePlugin, state: CycleState, pod: Pod, ni: NodeInfo) -> int:
-        s, st = plugin.score(state, pod, ni)
-        if st is not None and st.code != Code.SUCCESS:
-            raise ScoreError(Status.as_error(f"running Score plugin {plugin.name!r}: {st.message()}", plugin.name))
-        return s
 
     def _normalize(
         self, plugin: ScorePlugin, state: CycleState, pod: Pod, raw: np.ndarray, positions: list[int]
@@ -533,17 +560,23 @@ class Framework:
         else:
             nodes = self.handle.snapshot.node_info_list
             ns = [NodeScore(nodes[i].name, int(s)) for i, s in zip(positions, raw.tolist(), strict=True)]
-            st = ext.normalize_score(state, pod, ns)
+            try:
+                st = ext.normalize_score(state, pod, ns)
+            except Exception as e:
+                st = Status.as_error(e)
             if st is not None and st.code != Code.SUCCESS:
-                raise ScoreError(Status.as_error(f"running Normalize on Score plugin {plugin.name!r}: {st.message()}"))
+                msg = f"running Normalize on Score plugins: plugin {go_quote(plugin.name)} failed with: {st.message()}"
+                raise ScoreError(Status.as_error(msg, plugin.name))
             scores = np.fromiter((x.score for x in ns), dtype=np.int64, count=len(ns))
         # In-tree plugins are proven in range by their tests; others are checked as upstream checks every one.
         if plugin.name not in self._trusted and len(scores) and (scores.max() > MAX_NODE_SCORE or scores.min() < 0):
             bad = int(scores.max() if scores.max() > MAX_NODE_SCORE else scores.min())
             raise ScoreError(
                 Status.as_error(
-                    f"plugin {plugin.name!r} returns an invalid score {bad}, it should in the range of "
-                    f"[0, {MAX_NODE_SCORE}] after normalizing"
+                    f"applying score defaultWeights on Score plugins: plugin {go_quote(plugin.name)} returns an "
+                    f"invalid score {bad}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after "
+                    "normalizing",
+                    plugin.name,
                 )
             )
         return scores
@@ -558,7 +591,7 @@ class Framework:
                 st.plugin = plugin.name
                 if st.is_rejected():
                     return st
-                return Status.as_error(f"running Reserve plugin {plugin.name!r}: {st.message()}", plugin.name)
+                return Status.as_error(f"running Reserve plugin {go_quote(plugin.name)}: {st.message()}", plugin.name)
         return None
 
     def run_reserve_plugins_unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
@@ -578,26 +611,31 @@ class Framework:
             if st.code == Code.WAIT:
                 waits[plugin.name] = min(timeout, 15 * 60)  # upstream caps permit waits at 15 minutes
                 continue
-            return Status.as_error(f"running Permit plugin {plugin.name!r}: {st.message()}", plugin.name)
+            return Status.as_error(f"running Permit plugin {go_quote(plugin.name)}: {st.message()}", plugin.name)
         if waits:
             self.waiting_pods[pod["metadata"].get("uid", "")] = WaitingPod(pod, waits)
-            return Status(Code.WAIT, "one or more plugins asked to wait and no plugin rejected pod")
+            name = pod["metadata"].get("name", "")
+            return Status(Code.WAIT, f"one or more plugins asked to wait and no plugin rejected pod {go_quote(name)}")
         return None
 
     async def wait_on_permit(self, pod: Pod) -> Status | None:
+        """Upstream's WaitOnPermit: block until the waiting pod is allowed (None) or rejected — by a plugin, by
+        its deletion or preemption, or by a waiting plugin's timer."""
         uid = pod["metadata"].get("uid", "")
         wp = self.waiting_pods.get(uid)
         if wp is None:
             return None
         try:
-            timeout = min(wp.pending.values()) if wp.pending else 0
-            try:
-                return await asyncio.wait_for(asyncio.shield(wp.future), timeout)
-            except TimeoutError:
-                plugin = min(wp.pending, key=wp.pending.__getitem__)
-                return Status(Code.UNSCHEDULABLE, f"rejected due to timeout after waiting {timeout}s", plugin=plugin)
+            st = await wp.future
         finally:
-            self.waiting_pods.pop(uid, None)
+            wp.cancel_timers()
+            if self.waiting_pods.get(uid) is wp:
+                del self.waiting_pods[uid]
+        if st is None or st.code == Code.SUCCESS:
+            return None
+        if st.is_rejected():
+            return st
+        return Status.as_error(f"waiting on permit for pod: {st.message()}", st.plugin)
 
     @_timed("PreBind")
     async def run_pre_bind_plugins(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
@@ -607,7 +645,7 @@ class Framework:
                 st.plugin = plugin.name
                 if st.is_rejected():
                     return st
-                return Status.as_error(f"running PreBind plugin {plugin.name!r}: {st.message()}", plugin.name)
+                return Status.as_error(f"running PreBind plugin {go_quote(plugin.name)}: {st.message()}", plugin.name)
         return None
 
     @_timed("Bind")
@@ -620,7 +658,7 @@ class Framework:
                 st.plugin = plugin.name
                 if st.is_rejected():
                     return st
-                return Status.as_error(f"running Bind plugin {plugin.name!r}: {st.message()}", plugin.name)
+                return Status.as_error(f"running Bind plugin {go_quote(plugin.name)}: {st.message()}", plugin.name)
             return None
         return Status(Code.SKIP)
 
@@ -639,15 +677,3 @@ class Framework:
                 point, str(code), self.profile_name
             )
         child.observe(time.perf_counter() - started)
-
-
-class FilterError(Exception):
-    def __init__(self, status: Status) -> None:
-        self.status = status
-        super().__init__(status.message())
-
-
-class ScoreError(Exception):
-    def __init__(self, status: Status) -> None:
-        self.status = status
-        super().__init__(status.message())

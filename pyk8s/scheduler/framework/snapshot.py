@@ -39,9 +39,12 @@ class Columns:
     )
 
     def __init__(self, n: int) -> None:
-        for name in self.__slots__:
-            if name != "_scalar":
-                setattr(self, name, np.zeros(n, dtype=_INT))
+        def column() -> np.ndarray:
+            return np.zeros(n, dtype=_INT)
+
+        self.alloc_cpu, self.alloc_mem, self.alloc_eph, self.alloc_pods = column(), column(), column(), column()
+        self.req_cpu, self.req_mem, self.req_eph, self.num_pods = column(), column(), column(), column()
+        self.nz_cpu, self.nz_mem, self.generation = column(), column(), column()
         self._scalar: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     def set_row(self, i: int, ni: NodeInfo) -> None:

@@ -343,7 +343,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         (upstream: isSchedulableAfterNodeChange)."""
         if (old is not None and not isinstance(old, dict)) or (new is not None and not isinstance(new, dict)):
             return QueueingHint.QUEUE
-        if not is_fit(pod, new):
+        if new is None or not is_fit(pod, new):  # is_fit is False for no node
             return QueueingHint.SKIP
         if old is None:
             return QueueingHint.QUEUE

@@ -8,17 +8,18 @@ every constraint's skew within maxSkew. `filter_vector` evaluates the same test 
 from __future__ import annotations
 
 import heapq
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Self
 
 import numpy as np
 
-from ...framework.interface import Code, CycleState, Pod, PreFilterResult, Status
+from ...framework.interface import Code, CycleState, Handle, Pod, PreFilterResult, Status
 from ...framework.snapshot import Snapshot
 from ...framework.types import NodeInfo, PodInfo
 from ..helper import required_node_affinity_matches
 from .common import (
     HONOR,
     Constraint,
+    Features,
     count_pods_match_selector,
     match_node_inclusion_policies,
     node_has_all_keys,
@@ -26,10 +27,7 @@ from .common import (
     pod_labels,
     pod_namespace,
 )
-from .vectors import domain_sums, has_keys, topology, value_array, value_rank
-
-if TYPE_CHECKING:
-    from .plugin import PodTopologySpread
+from .vectors import NodeMasks, PodCounts, domain_sums, has_keys, topology, value_array, value_rank
 
 PRE_FILTER_STATE_KEY = "PreFilterPodTopologySpread"
 ERR_REASON_CONSTRAINTS_NOT_MATCH = "node(s) didn't match pod topology spread constraints"
@@ -137,8 +135,19 @@ def get_pre_filter_state(state: CycleState) -> PreFilterState | Status:
 class FilteringMixin:
     """PreFilter, Filter and the PreFilterExtensions of PodTopologySpread."""
 
+    # What the mixin uses of PodTopologySpread, which sets or defines all of it.
+    handle: Handle
+    features: Features
+    vectorize: bool
+    masks: NodeMasks
+    pod_counts: PodCounts
+
+    if TYPE_CHECKING:
+
+        def get_constraints(self, pod: Pod) -> list[Constraint]: ...
+
     def pre_filter(
-        self: PodTopologySpread, state: CycleState, pod: Pod, nodes: list[NodeInfo]
+        self, state: CycleState, pod: Pod, nodes: list[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None]:
         try:
             constraints = self.get_constraints(pod)
@@ -154,9 +163,7 @@ class FilteringMixin:
         state.write(PRE_FILTER_STATE_KEY, s)
         return None, None
 
-    def cal_pre_filter_state(
-        self: PodTopologySpread, pod: Pod, constraints: list[Constraint], nodes: list[NodeInfo]
-    ) -> PreFilterState:
+    def cal_pre_filter_state(self, pod: Pod, constraints: list[Constraint], nodes: list[NodeInfo]) -> PreFilterState:
         """The per-node form: walk every node, count matching pods into their domains."""
         ns = pod_namespace(pod)
         inclusion = self.features.node_inclusion_policy
@@ -177,7 +184,7 @@ class FilteringMixin:
                 tp[i][value] = tp[i].get(value, 0) + count_pods_match_selector(ni.pods, c.selector, ns)
         return PreFilterState(constraints, [CriticalPaths.of(m) for m in tp], tp)
 
-    def cal_pre_filter_state_vector(self: PodTopologySpread, pod: Pod, constraints: list[Constraint]) -> PreFilterState:
+    def cal_pre_filter_state_vector(self, pod: Pod, constraints: list[Constraint]) -> PreFilterState:
         """The columnar form over the snapshot: the same counts from per-node arrays and domain codes."""
         snap = self.handle.snapshot
         ns = pod_namespace(pod)
@@ -209,11 +216,11 @@ class FilteringMixin:
 
     # -- PreFilterExtensions ---------------------------------------------------------------------------------
 
-    def pre_filter_extensions(self: PodTopologySpread) -> PodTopologySpread:
+    def pre_filter_extensions(self) -> Self:
         return self
 
     def add_pod(
-        self: PodTopologySpread, state: CycleState, pod_to_schedule: Pod, pod_to_add: PodInfo, node_info: NodeInfo
+        self, state: CycleState, pod_to_schedule: Pod, pod_to_add: PodInfo, node_info: NodeInfo
     ) -> Status | None:
         s = get_pre_filter_state(state)
         if isinstance(s, Status):
@@ -222,7 +229,7 @@ class FilteringMixin:
         return None
 
     def remove_pod(
-        self: PodTopologySpread, state: CycleState, pod_to_schedule: Pod, pod_to_remove: PodInfo, node_info: NodeInfo
+        self, state: CycleState, pod_to_schedule: Pod, pod_to_remove: PodInfo, node_info: NodeInfo
     ) -> Status | None:
         s = get_pre_filter_state(state)
         if isinstance(s, Status):
@@ -231,7 +238,7 @@ class FilteringMixin:
         return None
 
     def _update_with_pod(
-        self: PodTopologySpread, s: PreFilterState, updated: Pod, preemptor: Pod, node_info: NodeInfo, delta: int
+        self, s: PreFilterState, updated: Pod, preemptor: Pod, node_info: NodeInfo, delta: int
     ) -> None:
         node = node_info.node
         if node is None or pod_namespace(updated) != pod_namespace(preemptor):
@@ -255,7 +262,7 @@ class FilteringMixin:
 
     # -- Filter ----------------------------------------------------------------------------------------------
 
-    def filter(self: PodTopologySpread, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         s = get_pre_filter_state(state)
         if isinstance(s, Status):
             return s
@@ -274,7 +281,7 @@ class FilteringMixin:
                 return Status(Code.UNSCHEDULABLE, ERR_REASON_CONSTRAINTS_NOT_MATCH)
         return None
 
-    def filter_vector(self: PodTopologySpread, state: CycleState, pod: Pod, snapshot: Snapshot) -> np.ndarray:
+    def filter_vector(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> np.ndarray:
         """`filter` for every node of the snapshot at once: True where it would return success."""
         n = len(snapshot.node_info_list)
         s = get_pre_filter_state(state)

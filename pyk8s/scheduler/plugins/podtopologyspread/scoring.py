@@ -8,11 +8,11 @@ maps the smallest raw score to 100 and the largest towards 0. `score_vector` com
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 
-from ...framework.interface import MAX_NODE_SCORE, Code, CycleState, NodeScore, Pod, Status
+from ...framework.interface import MAX_NODE_SCORE, Code, CycleState, Handle, NodeScore, Pod, Status
 from ...framework.snapshot import Snapshot
 from ...framework.types import NodeInfo
 from ..helper import required_node_affinity_matches
@@ -20,16 +20,14 @@ from .common import (
     HONOR,
     HOSTNAME_KEY,
     Constraint,
+    Features,
     count_pods_match_selector,
     match_node_inclusion_policies,
     node_has_all_keys,
     node_labels,
     pod_namespace,
 )
-from .vectors import domain_sums, go_round, has_keys, topology, topology_or_empty
-
-if TYPE_CHECKING:
-    from .plugin import PodTopologySpread
+from .vectors import NodeMasks, PodCounts, domain_sums, go_round, has_keys, topology, topology_or_empty
 
 PRE_SCORE_STATE_KEY = "PreScorePodTopologySpread"
 INVALID_SCORE = -1
@@ -89,7 +87,19 @@ def get_pre_score_state(state: CycleState) -> PreScoreState | Status:
 class ScoringMixin:
     """PreScore, Score and ScoreExtensions of PodTopologySpread."""
 
-    def pre_score(self: PodTopologySpread, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status | None:
+    # What the mixin uses of PodTopologySpread, which sets or defines all of it.
+    handle: Handle
+    features: Features
+    system_defaulted: bool
+    vectorize: bool
+    masks: NodeMasks
+    pod_counts: PodCounts
+
+    if TYPE_CHECKING:
+
+        def get_soft_constraints(self, pod: Pod) -> list[Constraint]: ...
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status | None:
         snap = self.handle.snapshot
         if not snap.node_info_list:
             return Status(Code.SKIP)
@@ -112,7 +122,7 @@ class ScoringMixin:
         return None
 
     def pre_score_state(
-        self: PodTopologySpread, pod: Pod, constraints: list[Constraint], nodes: list[NodeInfo], require_all: bool
+        self, pod: Pod, constraints: list[Constraint], nodes: list[NodeInfo], require_all: bool
     ) -> PreScoreState:
         """The per-node form (upstream: initPreScoreState and PreScore's walk over all nodes)."""
         ignored: set[str] = set()
@@ -146,7 +156,7 @@ class ScoringMixin:
         return PreScoreState(constraints, ignored, tp, weights)
 
     def pre_score_state_vector(
-        self: PodTopologySpread, pod: Pod, constraints: list[Constraint], nodes: list[NodeInfo], require_all: bool
+        self, pod: Pod, constraints: list[Constraint], nodes: list[NodeInfo], require_all: bool
     ) -> PreScoreState | None:
         """The columnar form; None when the candidates are not the snapshot's own nodes."""
         snap = self.handle.snapshot
@@ -205,7 +215,7 @@ class ScoringMixin:
             for i, c in enumerate(constraints)
         ]
 
-    def score(self: PodTopologySpread, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
         s = get_pre_score_state(state)
         if isinstance(s, Status):
             return 0, s
@@ -225,9 +235,7 @@ class ScoringMixin:
             total += score_for_count(cnt, c.max_skew, s.topology_normalizing_weight[i])
         return go_round_scalar(total), None
 
-    def score_vector(
-        self: PodTopologySpread, state: CycleState, pod: Pod, snapshot: Snapshot, idx: np.ndarray
-    ) -> np.ndarray:
+    def score_vector(self, state: CycleState, pod: Pod, snapshot: Snapshot, idx: np.ndarray) -> np.ndarray:
         """Raw scores of the nodes at positions `idx`, exactly as `score` computes them one by one."""
         idx = np.asarray(idx, dtype=np.int64)
         s = get_pre_score_state(state)
@@ -263,10 +271,10 @@ class ScoringMixin:
 
     # -- ScoreExtensions -------------------------------------------------------------------------------------
 
-    def score_extensions(self: PodTopologySpread) -> PodTopologySpread:
+    def score_extensions(self) -> Self:
         return self
 
-    def normalize_vector(self: PodTopologySpread, state: CycleState, pod: Pod, raw: np.ndarray) -> np.ndarray:
+    def normalize_vector(self, state: CycleState, pod: Pod, raw: np.ndarray) -> np.ndarray:
         """`normalize_score` over the raw scores `score_vector` just returned (same positions, same order)."""
         s = get_pre_score_state(state)
         raw = np.asarray(raw, dtype=np.int64)
@@ -287,7 +295,7 @@ class ScoringMixin:
         out[ignored] = 0
         return out
 
-    def normalize_score(self: PodTopologySpread, state: CycleState, pod: Pod, scores: list[NodeScore]) -> Status | None:
+    def normalize_score(self, state: CycleState, pod: Pod, scores: list[NodeScore]) -> Status | None:
         s = get_pre_score_state(state)
         if isinstance(s, Status):
             return s
