@@ -55,20 +55,16 @@ async def _serve_until_signal(server: object) -> None:
     raise SystemExit(return_code)
 
 
-_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
 def parse_duration(text: str) -> float:
-    """Seconds in a Go duration such as "5m", "1m30s", "300ms" (upstream flags take these)."""
-    import re
+    """Seconds in a Go duration such as "5m", "1m30s", "300ms" (upstream flags take these); a bare number is
+    seconds."""
+    from .api.duration import parse_go_duration
 
     s = text.strip()
-    if re.fullmatch(r"\d+(\.\d+)?", s):
-        return float(s)
-    parts = re.findall(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)", s)
-    if not parts or "".join(n + u for n, u in parts) != s:
-        raise click.BadParameter(f"invalid duration {text!r} (use e.g. 5m, 30s, 1m30s)")
-    return sum(float(n) * _DURATION_UNITS[u] for n, u in parts)
+    try:
+        return float(s) if s.replace(".", "", 1).isdigit() else parse_go_duration(s) / 1e9
+    except ValueError:
+        raise click.BadParameter(f"invalid duration {text!r} (use e.g. 5m, 30s, 1m30s)") from None
 
 
 def _apiserver_options(data_dir: Path, **kw: object) -> object:

@@ -1,7 +1,7 @@
 """Strict decoding for the scheduler's component config: YAML/JSON parsing that refuses duplicate keys, a small
 schema language checked field by field (unknown fields and type errors are reported with their field path, as
-kube-scheduler's strict codecs refuse them), Go's duration syntax (metav1.Duration / time.ParseDuration) and
-the error type every config problem is raised as.
+kube-scheduler's strict codecs refuse them; durations in Go's syntax come from `api/duration.py`) and the error
+type every config problem is raised as.
 
 Upstream: the kube-scheduler scheme's strict UniversalDecoder (sigs.k8s.io/yaml, sigs.k8s.io/json),
 apimachinery's field errors and aggregates, and Go's time.Duration.
@@ -13,14 +13,13 @@ import base64
 import binascii
 import copy
 import json
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Any
 
 import yaml
 
+from ..api.duration import format_go_duration, parse_go_duration
 from ..api.errors import FieldError, go_quote, type_invalid
 
 __all__ = [
@@ -89,82 +88,6 @@ def index(path: str, i: int) -> str:
 
 # ---------------------------------------------------------------------------------------------------------
 # Go durations.
-
-_NS_PER_UNIT = {
-    "ns": 1,
-    "us": 1_000,
-    "µs": 1_000,  # U+00B5 micro sign
-    "μs": 1_000,  # U+03BC Greek mu
-    "ms": 1_000_000,
-    "s": 1_000_000_000,
-    "m": 60 * 1_000_000_000,
-    "h": 3600 * 1_000_000_000,
-}
-_NUMBER = re.compile(r"([0-9]*)(?:(\.)([0-9]*))?")
-_UNIT = re.compile(r"[^0-9.]+")
-_MAX_NS = 2**63 - 1
-
-
-def parse_go_duration(text: str) -> int:
-    """Nanoseconds in a Go duration string ("1h2m3.5s", "300ms", "-1.5h"); ValueError with Go's message."""
-    orig, s, neg = text, text, False
-    if s[:1] in ("-", "+"):
-        neg, s = s[0] == "-", s[1:]
-    if s == "0":
-        return 0
-    if not s:
-        raise ValueError(f"time: invalid duration {go_quote(orig)}")
-    total = Fraction(0)
-    pos = 0
-    while pos < len(s):
-        num = _NUMBER.match(s, pos)
-        assert num is not None  # the pattern can match the empty string
-        whole, dot, frac = num.group(1), num.group(2), num.group(3) or ""
-        if not whole and not frac:
-            raise ValueError(f"time: invalid duration {go_quote(orig)}")
-        pos = num.end()
-        unit_match = _UNIT.match(s, pos)
-        if unit_match is None:
-            raise ValueError(f"time: missing unit in duration {go_quote(orig)}")
-        unit = unit_match.group(0)
-        pos = unit_match.end()
-        if unit not in _NS_PER_UNIT:
-            raise ValueError(f"time: unknown unit {go_quote(unit)} in duration {go_quote(orig)}")
-        value = Fraction(int(whole or "0"))
-        if dot and frac:
-            value += Fraction(int(frac), 10 ** len(frac))
-        total += value * _NS_PER_UNIT[unit]
-    ns = int(total)  # Go drops fractions of a nanosecond
-    if ns > _MAX_NS + (1 if neg else 0):
-        raise ValueError(f"time: invalid duration {go_quote(orig)}")
-    return -ns if neg else ns
-
-
-def _trimmed_fraction(value: int, digits: int) -> str:
-    text = f"{value:0{digits}d}".rstrip("0")
-    return "." + text if text else ""
-
-
-def format_go_duration(ns: int) -> str:
-    """Go's time.Duration.String(): "15s", "1m30s", "1h0m0s", "1.5ms", "0s"."""
-    if ns == 0:
-        return "0s"
-    sign, u = ("-" if ns < 0 else ""), abs(ns)
-    if u < 1_000_000_000:
-        if u < 1_000:
-            return f"{sign}{u}ns"
-        if u < 1_000_000:
-            return f"{sign}{u // 1_000}{_trimmed_fraction(u % 1_000, 3)}µs"
-        return f"{sign}{u // 1_000_000}{_trimmed_fraction(u % 1_000_000, 6)}ms"
-    secs, frac = divmod(u, 1_000_000_000)
-    out = f"{secs % 60}{_trimmed_fraction(frac, 9)}s"
-    minutes = secs // 60
-    if minutes:
-        out = f"{minutes % 60}m{out}"
-        hours = minutes // 60
-        if hours:
-            out = f"{hours}h{out}"
-    return sign + out
 
 
 def go_duration_value(seconds: float) -> GoValue:

@@ -9,12 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..client.rest import RESTClient
-
-# Objects plugins read besides nodes and pods (see scheduler.WATCHED), fetched for the scenario.
-_OBJECTS = (
-    "persistentvolumeclaims", "persistentvolumes", "storageclasses", "csinodes", "csidrivers", "services",
-    "replicasets", "statefulsets", "replicationcontrollers",
-)  # fmt: skip
+from .scheduler import WATCHED
 
 
 async def live_scenario(client: RESTClient, namespace: str, name: str) -> dict[str, Any]:
@@ -24,7 +19,8 @@ async def live_scenario(client: RESTClient, namespace: str, name: str) -> dict[s
         "items"
     ]
     namespaces = (await client.list("namespaces"))["items"]
-    objects = {r: (await client.list(r))["items"] for r in _OBJECTS}
+    # What the running scheduler's plugins read through its informers, read once here.
+    objects = {r: (await client.list(r))["items"] for r in WATCHED if r != "namespaces"}
     return {"pod": pod, "nodes": nodes, "existingPods": pods, "namespaces": namespaces, "objects": objects}
 
 

@@ -11,8 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pyk8s.api.duration import format_go_duration, parse_go_duration
 from pyk8s.scheduler.config import API_VERSION, KIND, ConfigError, PluginSet, config_from_dict, expand_plugins
-from pyk8s.scheduler.config_decode import format_go_duration, parse_document, parse_go_duration
+from pyk8s.scheduler.config_decode import parse_document
 from pyk8s.scheduler.config_defaults import merge_plugin_set, validate_node_resources_fit_args
 
 HEADER = f"apiVersion: {API_VERSION}\nkind: {KIND}\n"

@@ -5,6 +5,8 @@ evicts the right victim, scheduling gates hold a pod, health and metrics are ser
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -123,6 +125,16 @@ def test_unschedulable_pod_gets_upstream_message_then_fits_a_new_node(cluster):
         e for e in get(cluster, "events.events.k8s.io", "-n", "unsched")["items"] if e["reason"] == "FailedScheduling"
     ], cluster=cluster)  # fmt: skip
     assert evs[0]["type"] == "Warning" and evs[0]["note"] == c["message"]
+    # `pyk8s scheduler explain` shows the same verdict for the live pod, plugin by plugin.
+    r = subprocess.run(
+        [sys.executable, "-m", "pyk8s", "scheduler", "explain", "unsched/big", "--kubeconfig", str(cluster.kubeconfig),
+         "-o", "json"], capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    explained = json.loads(r.stdout)
+    assert explained["selectedNode"] is None
+    fit = explained["filter"]["NodeResourcesFit"]
+    assert len(fit) == n and all(v == {"code": "Unschedulable", "reasons": ["Insufficient cpu"]} for v in fit.values())
     # A node big enough arrives: the NodeAdd event moves the pod back and it is bound there.
     apply(cluster, node("n-huge", cpu="128"))
     bound = wait_for("big bound", lambda: get(cluster, "pod", "big", "-n", "unsched")["spec"].get("nodeName"),

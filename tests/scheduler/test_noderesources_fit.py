@@ -7,6 +7,7 @@ import pytest
 
 from pyk8s.scheduler.framework.interface import NODE, POD, ActionType, Code, CycleState, QueueingHint, Status
 from pyk8s.scheduler.framework.snapshot import Snapshot
+from pyk8s.scheduler.framework.types import pod_requests_pair
 from pyk8s.scheduler.plugins.noderesources import NodeResourcesBalancedAllocation, NodeResourcesFit
 from pyk8s.scheduler.plugins.noderesources.fit import (
     InsufficientResource,
@@ -15,7 +16,6 @@ from pyk8s.scheduler.plugins.noderesources.fit import (
     is_extended_resource_name,
     is_fit,
 )
-from pyk8s.scheduler.plugins.noderesources.resource_allocation import compute_pod_requests
 from tests.scheduler.test_noderesources_support import (
     EXT_A,
     EXT_B,
@@ -259,7 +259,7 @@ def test_enough_requests(name, the_pod, existing, args, want):
 )  # fmt: skip
 def test_insufficient_resource_details(the_pod, existing, want):
     ni = node_info(node("n", _alloc(10, 20, 32, 5, 20, 5)), existing)
-    assert fits_request(compute_pod_requests(the_pod)[0], ni) == want
+    assert fits_request(pod_requests_pair(the_pod)[0], ni) == want
 
 
 @pytest.mark.parametrize(

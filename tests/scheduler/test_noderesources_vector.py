@@ -4,6 +4,7 @@ resources), for every scoring strategy; and the once-per-cycle request computati
 
 from __future__ import annotations
 
+import copy
 import random
 from types import SimpleNamespace
 from typing import Any
@@ -15,10 +16,10 @@ from hypothesis import strategies as st
 
 from pyk8s.scheduler.framework.interface import CycleState
 from pyk8s.scheduler.framework.snapshot import Snapshot
-from pyk8s.scheduler.framework.types import NodeInfo, Resource, pod_requests
+from pyk8s.scheduler.framework.types import NodeInfo, Resource, pod_requests, pod_requests_pair
 from pyk8s.scheduler.plugins.noderesources import NodeResourcesBalancedAllocation, NodeResourcesFit, vectors
 from pyk8s.scheduler.plugins.noderesources.args import ResourceSpec
-from pyk8s.scheduler.plugins.noderesources.resource_allocation import ResourceAllocationScorer, compute_pod_requests
+from pyk8s.scheduler.plugins.noderesources.resource_allocation import ResourceAllocationScorer
 from tests.scheduler.test_noderesources_support import container, handle, node
 
 EXTENDED = ["example.com/gpu", "hugepages-2Mi", "kubernetes.io/thing"]
@@ -181,9 +182,17 @@ def test_balanced_allocation_vector_equals_per_node(seed, names, data):
 
 @settings(max_examples=150, deadline=None)
 @given(seed=seeds)
-def test_pod_requests_match_types(seed):
+def test_pod_requests_fast_path_equals_the_general_rule(seed):
+    """Pods without init containers or overhead take a shortcut; with an empty-request init container added
+    (which changes nothing) they take the general rule: both must agree."""
     the_pod = _pod(random.Random(seed))
-    assert compute_pod_requests(the_pod) == (pod_requests(the_pod), pod_requests(the_pod, non_zero=True))
+    general = copy.deepcopy(the_pod)
+    noop = {"name": "noop", "image": "x", "resources": {"requests": {"cpu": "0", "memory": "0"}}}
+    general["spec"]["initContainers"] = [noop]
+    fast, slow = pod_requests_pair(the_pod), pod_requests_pair(general)
+    if not the_pod["spec"].get("initContainers") and not the_pod["spec"].get("overhead"):
+        assert fast == slow
+    assert pod_requests(the_pod) == fast[0] and pod_requests(the_pod, non_zero=True) == fast[1]
 
 
 # -- exhaustive grids over small integers ---------------------------------------------------------------------

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ...api.errors import go_quote
 from .. import metrics
 from ..plugins.helper import pod_priority
 from .interface import Code, CycleState, Diagnosis, FitError, Pod, PostFilterResult, Status
@@ -208,11 +209,6 @@ def aggregate_message(messages: Sequence[str]) -> str:
         if m not in seen:
             seen.append(m)
     return seen[0] if len(seen) == 1 else "[" + ", ".join(seen) + "]"
-
-
-def go_quote(s: str) -> str:
-    """Go's %q for the plain names used here (node and plugin names)."""
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 # -- the Evaluator ---------------------------------------------------------------------------------------------

@@ -18,9 +18,9 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from ...api.duration import format_go_duration
 from ...api.errors import go_quote
 from .. import metrics
-from ..config_decode import format_go_duration
 from .equivalence import EquivalenceCache, FilterError, ScoreError, run_filter, run_score
 from .handle import FrameworkHandle
 from .interface import (
@@ -277,29 +277,27 @@ class Framework:
     def run_pre_filter_extension_add_pod(
         self, state: CycleState, pod: Pod, pod_to_add: PodInfo, node_info: NodeInfo
     ) -> Status | None:
-        for plugin in self.points["preFilter"]:
-            if plugin.name in state.skip_filter_plugins:
-                continue
-            ext = plugin.pre_filter_extensions()
-            if ext is None:
-                continue
-            st = ext.add_pod(state, pod, pod_to_add, node_info)
-            if st is not None and st.code != Code.SUCCESS:
-                return Status.as_error(f'running AddPod on PreFilter plugin "{plugin.name}": {st.message()}')
-        return None
+        return self._run_pre_filter_extension("AddPod", state, pod, pod_to_add, node_info)
 
     def run_pre_filter_extension_remove_pod(
         self, state: CycleState, pod: Pod, pod_to_remove: PodInfo, node_info: NodeInfo
     ) -> Status | None:
+        return self._run_pre_filter_extension("RemovePod", state, pod, pod_to_remove, node_info)
+
+    def _run_pre_filter_extension(
+        self, which: str, state: CycleState, pod: Pod, other: PodInfo, node_info: NodeInfo
+    ) -> Status | None:
+        """Tell each PreFilter's state that `other` was added to (AddPod) or removed from (RemovePod) the node."""
         for plugin in self.points["preFilter"]:
             if plugin.name in state.skip_filter_plugins:
                 continue
             ext = plugin.pre_filter_extensions()
             if ext is None:
                 continue
-            st = ext.remove_pod(state, pod, pod_to_remove, node_info)
+            run = ext.add_pod if which == "AddPod" else ext.remove_pod
+            st = run(state, pod, other, node_info)
             if st is not None and st.code != Code.SUCCESS:
-                return Status.as_error(f'running RemovePod on PreFilter plugin "{plugin.name}": {st.message()}')
+                return Status.as_error(f"running {which} on PreFilter plugin {go_quote(plugin.name)}: {st.message()}")
         return None
 
     # -- Filter -----------------------------------------------------------------------------------------------

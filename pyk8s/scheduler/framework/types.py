@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from ...api.quantity import milli_value, parse_quantity, value
@@ -105,45 +106,87 @@ class Resource:
         return not (self.milli_cpu or self.memory or self.ephemeral_storage or any(self.scalar.values()))
 
 
-def _container_requests(container: dict[str, Any], non_zero: bool) -> Resource:
+# Quantities repeat across pods ("100m", "1Gi"), and parsing one is the dominant cost of a pod's requests.
+_quantity = lru_cache(maxsize=16384)(quantity_value)
+
+
+def _container_requests(container: dict[str, Any]) -> tuple[Resource, Resource]:
+    """A container's requests as they are, and with the scheduler's defaults for a missing cpu/memory."""
     requests = (container.get("resources") or {}).get("requests") or {}
-    r = Resource.from_list(requests)
-    if non_zero:
-        if CPU not in requests:
-            r.milli_cpu = DEFAULT_MILLI_CPU_REQUEST
-        if MEMORY not in requests:
-            r.memory = DEFAULT_MEMORY_REQUEST
-    return r
+    r = Resource()
+    for name, q in requests.items():
+        r.add_one(name, _quantity(name, q))
+    nz = r.clone()
+    if CPU not in requests:
+        nz.milli_cpu = DEFAULT_MILLI_CPU_REQUEST
+    if MEMORY not in requests:
+        nz.memory = DEFAULT_MEMORY_REQUEST
+    return r, nz
 
 
-def pod_requests(pod: Pod, non_zero: bool = False) -> Resource:
-    """What a pod asks for (upstream: resourcehelper.PodRequests).
-
-    The sum of the app containers and restartable init containers ("sidecars", which keep running), or, if
-    larger, the peak of any plain init container plus the sidecars started before it; then the pod overhead.
-    With `non_zero`, a container without a cpu or memory request counts the scheduler's defaults (scoring).
-    """
-    spec = pod.get("spec") or {}
+def _combine(apps: list[Resource], inits: list[tuple[Resource, bool]], overhead: dict[str, Any] | None) -> Resource:
+    # Same rule as types.pod_requests: app containers and sidecars add up; a plain init container needs its own
+    # requests plus the sidecars started before it; the pod needs the larger of the two; then the overhead.
     total = Resource()
-    for c in spec.get("containers") or ():
-        total.add(_container_requests(c, non_zero))
+    for r in apps:
+        total.add(r)
     sidecars = Resource()
     init_peak = Resource()
-    for c in spec.get("initContainers") or ():
-        r = _container_requests(c, non_zero)
-        if c.get("restartPolicy") == "Always":
+    for r, sidecar in inits:
+        if sidecar:
             total.add(r)
             sidecars.add(r)
             peak = sidecars.clone()
         else:
-            peak = r
+            peak = r.clone()
             peak.add(sidecars)
         init_peak.set_max(peak)
     total.set_max(init_peak)
-    overhead = spec.get("overhead")
     if overhead:
-        total.add_list(overhead)
+        for name, q in overhead.items():
+            total.add_one(name, _quantity(name, q))
     return total
+
+
+def pod_requests_pair(pod: Pod) -> tuple[Resource, Resource]:
+    """A pod's requests (upstream: resourcehelper.PodRequests) and the same with the scheduler's defaults for
+    a container without a cpu or memory request (what scoring counts), in one pass.
+
+    The sum of the app containers and restartable init containers ("sidecars", which keep running), or, if
+    larger, the peak of any plain init container plus the sidecars started before it; then the pod overhead.
+    """
+    spec = pod.get("spec") or {}
+    if not spec.get("initContainers") and not spec.get("overhead"):
+        # The common shape, summed directly: the two totals differ only in cpu/memory defaults.
+        total = Resource()
+        nz_cpu = nz_mem = 0
+        for c in spec.get("containers") or ():
+            requests = (c.get("resources") or {}).get("requests") or {}
+            for name, q in requests.items():
+                total.add_one(name, _quantity(name, q))
+            nz_cpu += _quantity(CPU, requests[CPU]) if CPU in requests else DEFAULT_MILLI_CPU_REQUEST
+            nz_mem += _quantity(MEMORY, requests[MEMORY]) if MEMORY in requests else DEFAULT_MEMORY_REQUEST
+        nz = total.clone()
+        nz.milli_cpu, nz.memory = nz_cpu, nz_mem
+        return total, nz
+    apps, apps_nz = [], []
+    for c in spec.get("containers") or ():
+        r, nz = _container_requests(c)
+        apps.append(r)
+        apps_nz.append(nz)
+    inits, inits_nz = [], []
+    for c in spec.get("initContainers") or ():
+        r, nz = _container_requests(c)
+        sidecar = c.get("restartPolicy") == "Always"
+        inits.append((r, sidecar))
+        inits_nz.append((nz, sidecar))
+    overhead = spec.get("overhead")
+    return _combine(apps, inits, overhead), _combine(apps_nz, inits_nz, overhead)
+
+
+def pod_requests(pod: Pod, non_zero: bool = False) -> Resource:
+    """The pod's requests, or with `non_zero` the scheduler's defaults for missing cpu/memory (scoring)."""
+    return pod_requests_pair(pod)[1 if non_zero else 0]
 
 
 # -- affinity terms ---------------------------------------------------------------------------------------------
@@ -236,13 +279,13 @@ class PodInfo:
     @property
     def requests(self) -> Resource:
         if self._requests is None:
-            self._requests = pod_requests(self.pod)
+            self._requests, self._non_zero = pod_requests_pair(self.pod)
         return self._requests
 
     @property
     def non_zero_requests(self) -> Resource:
         if self._non_zero is None:
-            self._non_zero = pod_requests(self.pod, non_zero=True)
+            self._requests, self._non_zero = pod_requests_pair(self.pod)
         return self._non_zero
 
     @property

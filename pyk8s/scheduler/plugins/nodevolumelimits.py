@@ -33,7 +33,15 @@ from ..framework.interface import (
     Status,
 )
 from ..framework.types import NodeInfo
-from .storage_helpers import NotFoundError, claim_class, ephemeral_claim_name, meta, spec, volume_is_for_pod
+from .storage_helpers import (
+    NotFoundError,
+    claim_class,
+    ephemeral_claim_name,
+    meta,
+    pod_uses_claim,
+    spec,
+    volume_is_for_pod,
+)  # fmt: skip
 
 CSI_NAME = "NodeVolumeLimits"
 ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED = "node(s) exceed max volume count"
@@ -329,8 +337,7 @@ def is_schedulable_after_pod_deleted(pod: Pod, old: Any, new: Any) -> QueueingHi
 
 def is_schedulable_after_pvc_added(pod: Pod, old: Any, new: Any) -> QueueingHint:
     """A claim the pod refers to (directly or as its ephemeral volume) was created."""
-    if new is None or meta(new).get("namespace") != meta(pod).get("namespace"):
-        return QueueingHint.SKIP
+    return QueueingHint.QUEUE if pod_uses_claim(pod, new) else QueueingHint.SKIP
     name = meta(new).get("name")
     for vol in spec(pod).get("volumes") or ():
         if vol.get("persistentVolumeClaim") is not None:

@@ -237,3 +237,11 @@ def migrated_plugins(csi_node: Obj | None) -> set[str]:
         return set()
     text = annotations_of(csi_node).get(ANN_MIGRATED_PLUGINS) or ""
     return set(text.split(",")) if text else set()
+
+
+def pod_uses_claim(pod: Pod, pvc: Obj | None) -> bool:
+    """Whether `pvc` is one of the pod's claims (named directly or as its generic ephemeral volume's claim)."""
+    if pvc is None or meta(pvc).get("namespace") != meta(pod).get("namespace"):
+        return False
+    name = meta(pvc).get("name")
+    return any(claim == name for claim, _, _ in pod_claim_names(pod))

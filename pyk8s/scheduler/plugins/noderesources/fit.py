@@ -38,9 +38,18 @@ from ...framework.interface import (
     Status,
 )
 from ...framework.snapshot import Snapshot
-from ...framework.types import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, NodeInfo, Resource, is_scalar_resource
+from ...framework.types import (
+    CPU,
+    EPHEMERAL_STORAGE,
+    MEMORY,
+    PODS,
+    NodeInfo,
+    Resource,
+    is_scalar_resource,
+    pod_requests_pair,
+)  # fmt: skip
 from .args import FitArgs, fit_args
-from .resource_allocation import ResourceAllocationScorer, compute_pod_requests, cycle_pod_requests
+from .resource_allocation import ResourceAllocationScorer, cycle_pod_requests
 from .vectors import free_threshold
 
 NAME = "NodeResourcesFit"
@@ -146,7 +155,7 @@ def fits_request(
 
 def fits(pod: Pod, ni: NodeInfo) -> list[InsufficientResource]:
     """fits_request for a whole pod with nothing ignored (upstream: Fits)."""
-    return fits_request(compute_pod_requests(pod)[0], ni)
+    return fits_request(pod_requests_pair(pod)[0], ni)
 
 
 def is_fit(pod: Pod, node: Node | None) -> bool:
@@ -176,7 +185,7 @@ def _requested_names(req: Resource) -> list[str]:
 def have_any_requested_resources_increased(pod: Pod, original: Node, modified: Node) -> bool:
     """Whether the node update grew the pod count or a resource the pod asks for (upstream:
     haveAnyRequestedResourcesIncreased)."""
-    req = compute_pod_requests(pod)[0]
+    req = pod_requests_pair(pod)[0]
     old, new = NodeInfo(original).allocatable, NodeInfo(modified).allocatable
     if new.allowed_pod_number > old.allowed_pod_number:
         return True
@@ -323,8 +332,8 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             return True  # the pod itself got smaller
         if not (modified.get("spec") or {}).get("nodeName"):
             return False
-        before, after = compute_pod_requests(original)[0], compute_pod_requests(modified)[0]
-        for name in _requested_names(compute_pod_requests(target)[0]):
+        before, after = pod_requests_pair(original)[0], pod_requests_pair(modified)[0]
+        for name in _requested_names(pod_requests_pair(target)[0]):
             if name == CPU:
                 if before.milli_cpu > after.milli_cpu:
                     return True

@@ -1,6 +1,7 @@
 """The resource-allocation scorer NodeResourcesFit and NodeResourcesBalancedAllocation share (upstream:
 noderesources/resource_allocation.go, least_allocated.go, most_allocated.go, requested_to_capacity_ratio.go,
-plugins/helper/shape_score.go), plus the pod's requests both plugins need, computed once per cycle.
+plugins/helper/shape_score.go), plus the pod's requests both plugins need (framework.types.pod_requests_pair),
+computed once per cycle.
 
 Here each strategy is written per node over Python ints, the readable form following upstream's int64
 arithmetic with Go's truncating division (and float64 for BalancedAllocation); vectors.py has the same
@@ -11,8 +12,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from functools import lru_cache
-from typing import Any
 
 import numpy as np
 
@@ -20,94 +19,19 @@ from ...framework.interface import MAX_NODE_SCORE, Code, CycleState, Pod, Status
 from ...framework.snapshot import Snapshot
 from ...framework.types import (
     CPU,
-    DEFAULT_MEMORY_REQUEST,
-    DEFAULT_MILLI_CPU_REQUEST,
     EPHEMERAL_STORAGE,
     MEMORY,
     NodeInfo,
     Resource,
     is_scalar_resource,
-    quantity_value,
+    pod_requests_pair,
 )
+from ..normalize import go_div
 from . import vectors
 from .args import LEAST_ALLOCATED, MAX_CUSTOM_PRIORITY_SCORE, MAX_UTILIZATION, MOST_ALLOCATED, ResourceSpec
 from .vectors import BALANCED_ALLOCATION
 
 # -- the pod's requests ------------------------------------------------------------------------------------
-
-# Quantities repeat across pods ("100m", "1Gi"), and parsing one is the dominant cost of a pod's requests.
-_quantity = lru_cache(maxsize=16384)(quantity_value)
-
-
-def _container_requests(container: dict[str, Any]) -> tuple[Resource, Resource]:
-    """A container's requests as they are, and with the scheduler's defaults for a missing cpu/memory."""
-    requests = (container.get("resources") or {}).get("requests") or {}
-    r = Resource()
-    for name, q in requests.items():
-        r.add_one(name, _quantity(name, q))
-    nz = r.clone()
-    if CPU not in requests:
-        nz.milli_cpu = DEFAULT_MILLI_CPU_REQUEST
-    if MEMORY not in requests:
-        nz.memory = DEFAULT_MEMORY_REQUEST
-    return r, nz
-
-
-def _combine(apps: list[Resource], inits: list[tuple[Resource, bool]], overhead: dict[str, Any] | None) -> Resource:
-    # Same rule as types.pod_requests: app containers and sidecars add up; a plain init container needs its own
-    # requests plus the sidecars started before it; the pod needs the larger of the two; then the overhead.
-    total = Resource()
-    for r in apps:
-        total.add(r)
-    sidecars = Resource()
-    init_peak = Resource()
-    for r, sidecar in inits:
-        if sidecar:
-            total.add(r)
-            sidecars.add(r)
-            peak = sidecars.clone()
-        else:
-            peak = r.clone()
-            peak.add(sidecars)
-        init_peak.set_max(peak)
-    total.set_max(init_peak)
-    if overhead:
-        for name, q in overhead.items():
-            total.add_one(name, _quantity(name, q))
-    return total
-
-
-def compute_pod_requests(pod: Pod) -> tuple[Resource, Resource]:
-    """(requests, non-zero requests) of a pod, parsing each quantity once; equal to
-    (pod_requests(pod), pod_requests(pod, non_zero=True)) — a property test holds it to that."""
-    spec = pod.get("spec") or {}
-    if not spec.get("initContainers") and not spec.get("overhead"):
-        # The common shape, summed directly: the two totals differ only in cpu/memory defaults.
-        total = Resource()
-        nz_cpu = nz_mem = 0
-        for c in spec.get("containers") or ():
-            requests = (c.get("resources") or {}).get("requests") or {}
-            for name, q in requests.items():
-                total.add_one(name, _quantity(name, q))
-            nz_cpu += _quantity(CPU, requests[CPU]) if CPU in requests else DEFAULT_MILLI_CPU_REQUEST
-            nz_mem += _quantity(MEMORY, requests[MEMORY]) if MEMORY in requests else DEFAULT_MEMORY_REQUEST
-        nz = total.clone()
-        nz.milli_cpu, nz.memory = nz_cpu, nz_mem
-        return total, nz
-    apps, apps_nz = [], []
-    for c in spec.get("containers") or ():
-        r, nz = _container_requests(c)
-        apps.append(r)
-        apps_nz.append(nz)
-    inits, inits_nz = [], []
-    for c in spec.get("initContainers") or ():
-        r, nz = _container_requests(c)
-        sidecar = c.get("restartPolicy") == "Always"
-        inits.append((r, sidecar))
-        inits_nz.append((nz, sidecar))
-    overhead = spec.get("overhead")
-    return _combine(apps, inits, overhead), _combine(apps_nz, inits_nz, overhead)
-
 
 _REQUESTS_KEY = "NodeResources/podRequests"
 
@@ -116,21 +40,15 @@ def cycle_pod_requests(state: CycleState | None, pod: Pod) -> tuple[Resource, Re
     """The pod's (requests, non-zero requests), computed once per scheduling cycle and shared by the plugins
     of this package (upstream computes them separately in each; the values are the same)."""
     if state is None:
-        return compute_pod_requests(pod)
+        return pod_requests_pair(pod)
     got = state.get(_REQUESTS_KEY)
     if got is None or got[0] is not pod:
-        got = (pod, *compute_pod_requests(pod))
+        got = (pod, *pod_requests_pair(pod))
         state.write(_REQUESTS_KEY, got)
     return got[1], got[2]
 
 
 # -- per-node scoring functions (Python ints, Go semantics) ----------------------------------------------------
-
-
-def go_div(a: int, b: int) -> int:
-    """int64 division as Go does it: truncated toward zero."""
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b >= 0) else -q
 
 
 def least_requested_score(requested: int, capacity: int) -> int:
@@ -166,32 +84,31 @@ def broken_linear(shape: Sequence[tuple[int, int]]) -> Callable[[int], int]:
     return f
 
 
-def _least(resources: Sequence[ResourceSpec]) -> Callable[[list[int], list[int]], int]:
+def _weighted(
+    resources: Sequence[ResourceSpec], per_resource: Callable[[int, int], int]
+) -> Callable[[list[int], list[int]], int]:
+    """The weighted mean of `per_resource(requested, allocatable)` over resources the node has (upstream's
+    least/mostResourceScorer)."""
+
     def scorer(requested: list[int], allocatable: list[int]) -> int:
         node_score = weight_sum = 0
         for i, r in enumerate(requested):
             if allocatable[i] == 0:
                 continue
             w = resources[i].weight
-            node_score += least_requested_score(r, allocatable[i]) * w
+            node_score += per_resource(r, allocatable[i]) * w
             weight_sum += w
         return 0 if weight_sum == 0 else go_div(node_score, weight_sum)
 
     return scorer
+
+
+def _least(resources: Sequence[ResourceSpec]) -> Callable[[list[int], list[int]], int]:
+    return _weighted(resources, least_requested_score)
 
 
 def _most(resources: Sequence[ResourceSpec]) -> Callable[[list[int], list[int]], int]:
-    def scorer(requested: list[int], allocatable: list[int]) -> int:
-        node_score = weight_sum = 0
-        for i, r in enumerate(requested):
-            if allocatable[i] == 0:
-                continue
-            w = resources[i].weight
-            node_score += most_requested_score(r, allocatable[i]) * w
-            weight_sum += w
-        return 0 if weight_sum == 0 else go_div(node_score, weight_sum)
-
-    return scorer
+    return _weighted(resources, most_requested_score)
 
 
 def go_round(x: float) -> int:

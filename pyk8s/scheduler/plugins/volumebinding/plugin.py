@@ -50,6 +50,7 @@ from ..storage_helpers import (
     ephemeral_claim_name,
     meta,
     pod_claim_names,
+    pod_uses_claim,
     spec,
     volume_is_for_pod,
 )
@@ -383,8 +384,7 @@ def is_schedulable_after_csi_node_change(pod: Pod, old: Any, new: Any) -> Queuei
 
 
 def is_schedulable_after_pvc_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
-    if new is None or meta(pod).get("namespace") != meta(new).get("namespace"):
-        return QueueingHint.SKIP
+    return QueueingHint.QUEUE if pod_uses_claim(pod, new) else QueueingHint.SKIP
     name = meta(new).get("name")
     for vol in spec(pod).get("volumes") or ():
         if vol.get("persistentVolumeClaim") is not None:
