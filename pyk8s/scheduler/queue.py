@@ -411,6 +411,14 @@ class PriorityQueue:
             out.append(qpi.pod_info if qpi is not None and qpi.pod_info.uid == pi.uid else pi)
         return out
 
+    def has_nominated_pods(self, node_name: str) -> bool:
+        return bool(self.nominator.nominated_pods.get(node_name))
+
+    @property
+    def nominations_version(self) -> int:
+        """Changes whenever a nomination changes (the framework keeps per-cycle answers until then)."""
+        return self.nominator.version
+
     def nominated_node_names(self) -> set[str]:
         """Nodes with at least one nominated pod (the framework judges those nodes per node)."""
         return {name for name, pods in self.nominator.nominated_pods.items() if pods}

@@ -57,6 +57,7 @@ class Nominator:
         self.pod_getter = pod_getter
         self.nominated_pods: dict[str, list[PodInfo]] = {}  # node name -> pods, in nomination order
         self.nominated_pod_to_node: dict[str, str] = {}  # pod UID -> node name
+        self.version = 0  # changes whenever a nomination does, so readers may keep what they derived from it
 
     def add_nominated_pod(self, pod_info: PodInfo, nominating_info: Any = None) -> None:
         # A pod is nominated to at most one node: drop any earlier nomination first.
@@ -78,12 +79,14 @@ class Nominator:
         pods = self.nominated_pods.setdefault(node_name, [])
         if not any(p.uid == uid for p in pods):
             pods.append(pod_info)
+        self.version += 1
 
     def delete_nominated_pod_if_exists(self, pod: Pod) -> None:
         uid = _uid(pod)
         node_name = self.nominated_pod_to_node.pop(uid, None)
         if node_name is None:
             return
+        self.version += 1
         pods = self.nominated_pods.get(node_name, [])
         for i, p in enumerate(pods):
             if p.uid == uid:

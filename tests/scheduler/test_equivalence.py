@@ -1,12 +1,14 @@
 """The equivalence cache never changes a decision: through random placements, removals and node changes, the
-cached filter mask and scores of the vectorized framework equal a per-node framework's on the same snapshot."""
+cached filter mask and scores of the vectorized framework equal a per-node framework's on the same snapshot;
+and through placements, removals, taints and nominations, its memoised rejections and preemption verdicts
+equal what the per-node framework finds afresh."""
 
 from __future__ import annotations
 
 import copy
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from pyk8s.scheduler.cache import SchedulerCache
@@ -14,7 +16,9 @@ from pyk8s.scheduler.config import default_config
 from pyk8s.scheduler.framework.handle import FrameworkHandle
 from pyk8s.scheduler.framework.interface import CycleState
 from pyk8s.scheduler.framework.snapshot import Snapshot
+from pyk8s.scheduler.framework.types import PodInfo
 from pyk8s.scheduler.plugins.registry import build_framework
+from pyk8s.scheduler.queue import PriorityQueue
 
 from .wrappers import make_node, make_pod
 
@@ -100,3 +104,95 @@ def test_cached_decisions_equal_per_node_decisions(steps):
     cache.update_snapshot(snapshot)
     for kind in range(3):
         per_node_view(fw, fw_plain, template(kind))
+
+
+# -- memoised verdicts for pods that fit nowhere ------------------------------------------------------------------
+
+
+def preemptor(kind: int, counter: int) -> dict:
+    """Three classes of priority-5 pods, each too big for a busy node."""
+    if kind == 0:
+        pod = make_pod("q", cpu="1500m", priority=5)
+    elif kind == 1:
+        pod = make_pod("q", cpu="1200m", priority=5, tolerations=[{"key": "hard", "operator": "Exists"}])
+    else:
+        pod = make_pod("q", memory="3Gi", priority=5)
+    pod["metadata"].update(name=f"q{counter}", uid=f"quid-{counter}")
+    return pod
+
+
+def verdicts(fw, pod):
+    """(each node's filter status, the dry run's status per node, its candidates and their victims)."""
+    snapshot = fw.handle.snapshot
+    nodes = snapshot.node_info_list
+    state = CycleState()
+    _, st, _ = fw.run_pre_filter_plugins(state, pod, nodes)
+    assert st is None
+    statuses = fw.node_statuses(state, pod, range(len(nodes)))
+    evaluator = fw.plugins["DefaultPreemption"].evaluator
+    dry = evaluator.dry_run_preemption(state, pod, [ni for ni in nodes if ni.name in statuses], [], 0, len(nodes))
+    shown = {name: (s.code, s.reasons) for name, s in statuses.items()}
+    dry_shown = {name: (s.code, s.reasons) for name, s in dry.node_statuses.items()}
+    victims = sorted((c.name, sorted(p["metadata"]["name"] for p in c.victims.pods)) for c in dry.candidates)
+    return shown, dry_shown, victims
+
+
+memo_ops = st.lists(
+    st.tuples(st.sampled_from(["place", "place", "remove", "taint", "nominate", "nominate", "unnominate", "ask", "ask"]),
+              st.integers(0, 3), st.integers(0, 2), st.sampled_from([0, 5, 10])),
+    min_size=1, max_size=30,
+)  # fmt: skip
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(memo_ops)
+@example([("nominate", 0, 0, 10), ("ask", 0, 0, 0), ("nominate", 0, 0, 10), ("ask", 0, 0, 0)])
+@example([("place", 1, 1, 0), ("ask", 0, 0, 0), ("place", 1, 0, 0), ("ask", 0, 0, 0), ("remove", 0, 0, 0)])
+@example([("place", 0, 2, 0), ("nominate", 0, 1, 10), ("ask", 0, 0, 0), ("unnominate", 0, 0, 0), ("ask", 0, 0, 0)])
+def test_memoised_rejections_equal_fresh_ones(steps):
+    cache = SchedulerCache()
+    for i in range(4):
+        cache.add_node(make_node(f"n{i}", cpu="2", memory="4Gi"))
+    snapshot = Snapshot()
+    queue = PriorityQueue(None)
+    frameworks = []
+    for vectorized in (True, False):
+        handle = FrameworkHandle(snapshot)
+        handle.nominator = queue
+        fw = build_framework(default_config(), "default-scheduler", handle, vectorized=vectorized)
+        handle.framework = fw
+        frameworks.append(fw)
+    fw, fw_plain = frameworks
+    placed: list[dict] = []
+    nominated: list[dict] = []
+    counter = 0
+    for op, n, kind, prio in steps:
+        counter += 1
+        if op == "place":
+            pod = make_pod(f"p{counter}", cpu=["300m", "700m", "1"][kind], memory="1Gi", priority=prio,
+                           node_name=f"n{n}")  # fmt: skip
+            pod["metadata"]["uid"] = f"uid-{counter}"
+            cache.assume_pod(pod)
+            placed.append(pod)
+        elif op == "remove" and placed:
+            cache.forget_pod(placed.pop(n % len(placed)))
+        elif op == "taint":
+            node = copy.deepcopy(cache.nodes[f"n{n}"].node)
+            node["spec"]["taints"] = [] if node["spec"].get("taints") else [HARD_TAINT]
+            cache.update_node(cache.nodes[f"n{n}"].node, node)
+        elif op == "nominate":
+            pod = make_pod(f"m{counter}", cpu=["300m", "600m", "100m"][kind], priority=prio)
+            pod["metadata"]["uid"] = f"muid-{counter}"
+            pod["status"] = {"nominatedNodeName": f"n{n}"}
+            queue.add_nominated_pod(PodInfo(pod))
+            nominated.append(pod)
+        elif op == "unnominate" and nominated:
+            queue.delete_nominated_pod_if_exists(nominated.pop(n % len(nominated)))
+        elif op == "ask":
+            cache.update_snapshot(snapshot)
+            pod = preemptor(kind, counter)
+            assert verdicts(fw, pod) == verdicts(fw_plain, pod)
+    cache.update_snapshot(snapshot)
+    for kind in range(3):
+        pod = preemptor(kind, counter + 1 + kind)
+        assert verdicts(fw, pod) == verdicts(fw_plain, pod)

@@ -8,6 +8,10 @@ per-node forms only on the nodes whose NodeInfo changed since (usually the one n
 on). A rebuilt node list invalidates everything. The per-node forms are the specification and the vectorized
 forms are proven equal to them, so a cached column equals a freshly computed one.
 
+The same classes also memoise per-node verdicts that have no vectorized form (`memo`): a rejected node's filter
+status, and whether preempting on it can help. Those are filled lazily, one node at a time, and forgotten for
+each node that changes — what makes a stream of identical unschedulable pods cheap after the first.
+
 A replayed node is judged by `run_filter` / `run_score`, the functions the framework's per-node path uses too:
 a plugin that raises or answers a Score with a non-success status fails the cycle (FilterError / ScoreError,
 which the scheduling cycle turns into an Error status) instead of becoming a verdict or a score of 0.
@@ -27,10 +31,48 @@ from .interface import Code, CycleState, Pod, Status
 from .snapshot import Snapshot
 
 if TYPE_CHECKING:
-    from .types import NodeInfo
+    from .types import NodeInfo, PodInfo
 
 CAPACITY = 256  # classes kept (least recently used dropped)
 REPLAY_LIMIT = 256  # more changed nodes than this: recomputing the column is cheaper than replaying
+
+
+class _Unknown:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+
+UNKNOWN = _Unknown()  # a memo entry not computed yet, or whose node changed since
+
+
+class NominatedVerdict:
+    """A memo entry for a node judged with pods nominated to it: it holds while the same pods (the same
+    PodInfo objects, which the queue replaces when a pod changes) are the ones to add."""
+
+    __slots__ = ("pods", "status")
+
+    def __init__(self, pods: tuple[PodInfo, ...], status: Status | None) -> None:
+        self.pods = pods
+        self.status = status
+
+    def holds_for(self, pods: tuple[PodInfo, ...]) -> bool:
+        return len(pods) == len(self.pods) and all(a is b for a, b in zip(pods, self.pods, strict=True))
+
+
+def recall(memo: np.ndarray, i: int, nominated: tuple[PodInfo, ...]) -> Status | _Unknown | None:
+    """The memoised verdict at position i for a node with these nominated pods to add, or UNKNOWN."""
+    entry = memo[i]
+    if isinstance(entry, NominatedVerdict):
+        return entry.status if nominated and entry.holds_for(nominated) else UNKNOWN
+    return UNKNOWN if nominated else entry
+
+
+def remember(memo: np.ndarray, i: int, nominated: tuple[PodInfo, ...], status: Status | None) -> None:
+    """Keep a verdict; an Error is not kept, so a failing plugin is asked again next time."""
+    if status is None or status.code != Code.ERROR:
+        memo[i] = NominatedVerdict(nominated, status) if nominated else status
 
 
 class FilterError(Exception):
@@ -107,13 +149,14 @@ class EquivalenceCache:
         snapshot: Snapshot,
         compute: Callable[[], np.ndarray],
         one: Callable[[int], Any],
+        replay_limit: int = REPLAY_LIMIT,
     ) -> np.ndarray:
         """The column under `key` brought up to date: `compute()` builds it over all nodes, `one(i)` gives the
         value at position i (the per-node form). Callers must not modify the returned array."""
         col = self._columns.get(key)
         if col is not None:
             changed = snapshot.changed_since(col.epoch, col.seq)
-            if changed is not None and len(changed) <= REPLAY_LIMIT:
+            if changed is not None and len(changed) <= replay_limit:
                 values = col.values
                 for i in changed:
                     values[i] = one(i)
@@ -128,6 +171,17 @@ class EquivalenceCache:
         while len(self._columns) > CAPACITY:
             self._columns.popitem(last=False)
         return values
+
+    def memo(self, key: tuple[Any, ...], snapshot: Snapshot) -> np.ndarray:
+        """A per-node memo (an object array, UNKNOWN where not known) under `key`, with the entries of nodes
+        changed since reset to UNKNOWN. The caller fills in what it computes: the array is the cache's own."""
+        n = snapshot.num_nodes()
+
+        def compute() -> np.ndarray:
+            return np.full(n, UNKNOWN, dtype=object)
+
+        # Forgetting an entry costs nothing, so replaying is worth it up to a much longer log.
+        return self.column(key, snapshot, compute, lambda i: UNKNOWN, replay_limit=max(REPLAY_LIMIT, n // 2))
 
     def filter_mask(self, state: CycleState, pod: Pod, snapshot: Snapshot, plugins: Sequence[Any]) -> np.ndarray:
         """AND of node-local plugins' filters over all nodes, for the pod's class."""

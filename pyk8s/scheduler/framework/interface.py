@@ -12,8 +12,11 @@ agree. The framework calls the per-node form for nodes a vector rejects, to get 
 from __future__ import annotations
 
 import enum
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from itertools import chain
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 if TYPE_CHECKING:
@@ -446,6 +449,7 @@ class FitError(Exception):
         self.pod = pod
         self.num_all_nodes = num_all_nodes
         self.diagnosis = diagnosis
+        self._histogram: tuple[int, list[str]] | None = None
         super().__init__(self.message())
 
     def message(self) -> str:
@@ -455,20 +459,25 @@ class FitError(Exception):
         if d.pre_filter_msg:
             text += f" {d.pre_filter_msg}."
         else:
-            histogram = sorted_reasons(d.node_to_status.values())
+            histogram = self._reasons()
             if histogram:
                 text += f" {', '.join(histogram)}."
         if d.post_filter_msg:
             text += f" {d.post_filter_msg}."
         return text
 
+    def _reasons(self) -> list[str]:
+        # The message is read several times per failed cycle; counting thousands of nodes' reasons once will do
+        # (statuses are only ever added to a diagnosis, so its size tells whether it changed).
+        size = len(self.diagnosis.node_to_status)
+        if self._histogram is None or self._histogram[0] != size:
+            self._histogram = (size, sorted_reasons(self.diagnosis.node_to_status.values()))
+        return self._histogram[1]
+
 
 def sorted_reasons(statuses: Iterable[Status]) -> list[str]:
     """ "N reason" strings counted over nodes, sorted as upstream's sortReasonsHistogram (by text)."""
-    counts: dict[str, int] = {}
-    for st in statuses:
-        for r in st.reasons:
-            counts[r] = counts.get(r, 0) + 1
+    counts = Counter(chain.from_iterable(map(attrgetter("reasons"), statuses)))
     return sorted(f"{n} {r}" for r, n in counts.items())
 
 

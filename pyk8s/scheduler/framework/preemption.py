@@ -19,13 +19,17 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+import numpy as np
+
 from ...api.errors import go_quote
 from .. import metrics
 from ..plugins.helper import pod_priority
+from .equivalence import UNKNOWN, recall, remember
 from .interface import Code, CycleState, Diagnosis, FitError, Pod, PostFilterResult, Status
+from .runtime import IN_TREE_PREFIX
 
 if TYPE_CHECKING:
-    from .types import NodeInfo
+    from .types import NodeInfo, PodInfo
 
 log = logging.getLogger(__name__)
 
@@ -313,13 +317,30 @@ class Evaluator:
     ) -> DryRunResult:
         """Try the nodes round-robin from `offset` on copies of the node and the cycle state, until
         `num_candidates` candidates are found with at least one that violates no PDB. Candidates that violate no
-        PDB come first. Each kind keeps at most `num_candidates` (upstream's fixed-size candidate lists)."""
+        PDB come first. Each kind keeps at most `num_candidates` (upstream's fixed-size candidate lists).
+
+        Nodes where preemption cannot help are remembered per equivalence class until they change (when the
+        verdict depends only on the pod and the node: see `Framework.class_memo`), so a stream of pods that
+        fit nowhere does not redo the dry run on every node for each of them."""
         non_violating: list[Candidate] = []
         violating: list[Candidate] = []
         out = DryRunResult([])
         n = len(potential_nodes)
+        fw, memo, nominated = self._memo(state, pod)
+        positions = self.handle.snapshot.positions
         for i in range(n):
-            ni = potential_nodes[(offset + i) % n].clone()
+            original = potential_nodes[(offset + i) % n]
+            pos = -1
+            to_add: tuple[PodInfo, ...] = ()
+            if memo is not None:
+                pos = positions[original.name]
+                if original.name in nominated:
+                    to_add = tuple(fw.nominated_pods_to_add(pod, original.name))
+                known = recall(memo, pos, to_add)
+                if known is not UNKNOWN:
+                    out.node_statuses[original.name] = known  # type: ignore[assignment]
+                    continue
+            ni = original.clone()
             try:
                 pods, num_violations, st = self.interface.select_victims_on_node(state.clone(), pod, ni, pdbs)
             except Exception as e:  # a plugin bug fails this node, not the scheduler
@@ -335,9 +356,22 @@ class Evaluator:
                 st = Status.as_error(f"expected at least one victim pod on node {go_quote(ni.name)}")
             if st.code == Code.ERROR:
                 out.errors.append(st.message())
+            elif memo is not None:
+                remember(memo, pos, to_add, st)
             out.node_statuses[ni.name] = st
         out.candidates = non_violating + violating
         return out
+
+    def _memo(self, state: CycleState, pod: Pod) -> tuple[Any, np.ndarray | None, set[str]]:
+        """(the framework, the class's memo of nodes where preemption cannot help, nodes with nominated pods);
+        the memo only for the in-tree policy, whose verdict on a node depends on nothing else."""
+        fw = getattr(self.handle, "framework", None)
+        if fw is None or not type(self.interface).__module__.startswith(IN_TREE_PREFIX):
+            return fw, None, set()
+        memo = fw.class_memo(f"preemption:{self.plugin_name}", state, pod)
+        if memo is None:
+            return fw, None, set()
+        return fw, memo, fw.nodes_with_nominated_pods()
 
     def select_candidate(self, candidates: Sequence[Candidate]) -> Candidate | None:
         if not candidates:

@@ -21,7 +21,17 @@ import numpy as np
 from ...api.duration import format_go_duration
 from ...api.errors import go_quote
 from .. import metrics
-from .equivalence import EquivalenceCache, FilterError, ScoreError, run_filter, run_score
+from .equivalence import (
+    UNKNOWN,
+    EquivalenceCache,
+    FilterError,
+    ScoreError,
+    equivalence_key,
+    recall,
+    remember,
+    run_filter,
+    run_score,
+)
 from .handle import FrameworkHandle
 from .interface import (
     EXTENSION_POINTS,
@@ -189,6 +199,7 @@ class Framework:
         self.vectorized = vectorized
         self._vector_filters = {p.name for p in self.points["filter"] if vectorized and hasattr(p, "filter_vector")}
         self.equivalence = EquivalenceCache()
+        self._nominated_answers: tuple[Any, dict[str, list[PodInfo]]] = (None, {})
         self._trusted = {n for n, p in self.plugins.items() if type(p).__module__.startswith(IN_TREE_PREFIX)}
 
     # -- queue-side ------------------------------------------------------------------------------------------
@@ -312,10 +323,14 @@ class Framework:
                 return st
         return None
 
-    def run_filter_plugins_with_nominated_pods(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+    def run_filter_plugins_with_nominated_pods(
+        self, state: CycleState, pod: Pod, node_info: NodeInfo, nominated: Sequence[PodInfo] | None = None
+    ) -> Status | None:
         """Filters run twice when pods of equal or higher priority are nominated to the node: once with them
-        added (they will land there) and once without (they may not) — both must pass (upstream)."""
-        nominated = self._nominated_pods_to_add(pod, node_info.name)
+        added (they will land there) and once without (they may not) — both must pass (upstream). `nominated`
+        is `nominated_pods_to_add` when the caller has it already."""
+        if nominated is None:
+            nominated = self.nominated_pods_to_add(pod, node_info.name)
         for with_nominated in (True, False):
             if with_nominated and not nominated:
                 continue
@@ -333,17 +348,45 @@ class Framework:
                 return st
         return None
 
-    def _nominated_pods_to_add(self, pod: Pod, node_name: str) -> list[PodInfo]:
+    def nominated_pods_to_add(self, pod: Pod, node_name: str) -> list[PodInfo]:
+        """The other pods nominated to the node with at least the pod's priority (callers must not modify the
+        list: while the nominations stay the same, the answers for one pod are kept — a cycle asks per node,
+        several times, on thousands of nodes)."""
         nominator = self.handle.nominator
         if nominator is None:
+            return []
+        has = getattr(nominator, "has_nominated_pods", None)
+        if has is not None and not has(node_name):
             return []
         from ..plugins.helper import pod_priority
 
         uid = pod["metadata"].get("uid")
         prio = pod_priority(pod)
-        return [
+        version = getattr(nominator, "nominations_version", None)
+        answers: dict[str, list[PodInfo]] | None = None
+        if version is not None:
+            key = (uid, prio, version)
+            if self._nominated_answers[0] != key:
+                self._nominated_answers = (key, {})
+            answers = self._nominated_answers[1]
+            if (known := answers.get(node_name)) is not None:
+                return known
+        out = [
             pi for pi in nominator.nominated_pods_for_node(node_name) if pi.uid != uid and pod_priority(pi.pod) >= prio
         ]
+        if answers is not None:
+            answers[node_name] = out
+        return out
+
+    def judge_node(self, state: CycleState, pod: Pod, i: int, memo: np.ndarray) -> Status | None:
+        """The filter verdict at snapshot position i, with the node's nominated pods, through the class memo."""
+        ni = self.handle.snapshot.node_info_list[i]
+        nominated = tuple(self.nominated_pods_to_add(pod, ni.name))
+        st = recall(memo, i, nominated)
+        if st is UNKNOWN:
+            st = self.run_filter_plugins_with_nominated_pods(state, pod, ni, nominated)
+            remember(memo, i, nominated, st)
+        return st  # type: ignore[return-value]
 
     def nodes_with_nominated_pods(self) -> set[str]:
         nominator = self.handle.nominator
@@ -432,10 +475,14 @@ class Framework:
             if extra:
                 allowed = set(order.tolist()) & extra
                 maybe = [i for i in order.tolist() if i in allowed or mask[i]]
+        memo = self.class_memo("statuses", state, pod) if nominated else None
         for i in maybe:
             ni = nodes[i]
             if ni.name in nominated:
-                st = self.run_filter_plugins_with_nominated_pods(state, pod, ni)
+                if memo is not None:
+                    st = self.judge_node(state, pod, i, memo)
+                else:
+                    st = self.run_filter_plugins_with_nominated_pods(state, pod, ni)
             else:
                 st = None
                 for plugin in per_node:
@@ -451,13 +498,48 @@ class Framework:
                 raise FilterError(st)
         return feasible, n
 
+    def class_memo(self, kind: str, state: CycleState, pod: Pod) -> np.ndarray | None:
+        """A per-node memo of `kind` verdicts for the pod's equivalence class (see `EquivalenceCache.memo`), or
+        None when a verdict may depend on more than the pod and the node: on the per-node path, or when an
+        active Filter plugin or PreFilter extension is not node-local. Nodes with nominated pods must not use it.
+        """
+        if not self.vectorized:
+            return None
+        skipped = state.skip_filter_plugins
+        active = [p for p in self.points["filter"] if p.name not in skipped]
+        if not all(p.node_local for p in active):
+            return None
+        for p in self.points["preFilter"]:
+            if p.name not in skipped and not p.node_local and p.pre_filter_extensions() is not None:
+                return None
+        key = (kind, equivalence_key(state, pod), tuple(p.name for p in active))
+        return self.equivalence.memo(key, self.handle.snapshot)
+
     def node_statuses(self, state: CycleState, pod: Pod, positions: Iterable[int]) -> dict[str, Status]:
-        """The per-node verdict (first failing plugin's status) of each infeasible node among `positions`."""
+        """The per-node verdict (first failing plugin's status) of each infeasible node among `positions`.
+        Rejections are memoised per equivalence class, so the next pod of a class that fits nowhere only
+        re-judges the nodes that changed."""
         nodes = self.handle.snapshot.node_info_list
+        memo = self.class_memo("statuses", state, pod)
         out: dict[str, Status] = {}
+        if memo is None:
+            for i in positions:
+                ni = nodes[i]
+                if (st := self.run_filter_plugins_with_nominated_pods(state, pod, ni)) is not None:
+                    out[ni.name] = st
+            return out
+        nominated = self.nodes_with_nominated_pods()
         for i in positions:
             ni = nodes[i]
-            st = self.run_filter_plugins_with_nominated_pods(state, pod, ni)
+            if ni.name in nominated:
+                st = self.judge_node(state, pod, i, memo)
+            else:
+                known = recall(memo, i, ())
+                if known is UNKNOWN:
+                    st = self.run_filter_plugins(state, pod, ni)
+                    remember(memo, i, (), st)
+                else:
+                    st = known  # type: ignore[assignment]
             if st is not None:
                 out[ni.name] = st
         return out

@@ -245,6 +245,7 @@ class PodInfo:
     __slots__ = (
         "_non_zero",
         "_requests",
+        "_usage",
         "pod",
         "preferred_affinity_terms",
         "preferred_anti_affinity_terms",
@@ -256,6 +257,7 @@ class PodInfo:
         self.pod = pod
         self._requests: Resource | None = None
         self._non_zero: Resource | None = None
+        self._usage: tuple[list[tuple[str, str, int]], list[str]] | None = None
         spec = pod.get("spec") or {}
         if not spec.get("affinity"):
             self.required_affinity_terms: list[AffinityTerm] = []
@@ -297,6 +299,16 @@ class PodInfo:
     @property
     def has_required_anti_affinity(self) -> bool:
         return bool(self.required_anti_affinity_terms)
+
+    @property
+    def node_usage(self) -> tuple[list[tuple[str, str, int]], list[str]]:
+        """What the pod takes on its node besides resources: its host ports and its claims ("ns/claim")."""
+        if self._usage is None:
+            ns = self.pod["metadata"].get("namespace", "")
+            volumes = (self.pod.get("spec") or {}).get("volumes") or ()
+            claims = [f"{ns}/{c}" for v in volumes if (c := (v.get("persistentVolumeClaim") or {}).get("claimName"))]
+            self._usage = (host_ports(self.pod), claims)
+        return self._usage
 
     @property
     def key(self) -> str:
@@ -349,6 +361,7 @@ class NodeInfo:
         "allocatable",
         "generation",
         "image_states",
+        "name",
         "node",
         "non_zero_requested",
         "pods",
@@ -361,6 +374,7 @@ class NodeInfo:
 
     def __init__(self, node: Node | None = None, pods: list[Pod] | None = None) -> None:
         self.node: Node | None = None
+        self.name = ""  # the node's name, read on every per-node path, so kept rather than looked up
         self.pods: list[PodInfo] = []
         self.pods_with_affinity: list[PodInfo] = []
         self.pods_with_required_anti_affinity: list[PodInfo] = []
@@ -376,17 +390,15 @@ class NodeInfo:
         for p in pods or ():
             self.add_pod(p)
 
-    @property
-    def name(self) -> str:
-        return self.node["metadata"]["name"] if self.node else ""
-
     def set_node(self, node: Node) -> None:
         self.node = node
+        self.name = node["metadata"]["name"]
         self.allocatable = Resource.from_list((node.get("status") or {}).get("allocatable"))
         self.generation = next_generation()
 
     def remove_node(self) -> None:
         self.node = None
+        self.name = ""
         self.generation = next_generation()
 
     def add_pod(self, pod: Pod | PodInfo) -> PodInfo:
@@ -418,27 +430,25 @@ class NodeInfo:
         nz = pi.non_zero_requests
         self.non_zero_requested.milli_cpu += sign * nz.milli_cpu
         self.non_zero_requested.memory += sign * nz.memory
-        for port in host_ports(pi.pod):
+        ports, claims = pi.node_usage
+        for port in ports:
             n = self.used_ports.get(port, 0) + sign
             if n > 0:
                 self.used_ports[port] = n
             else:
                 self.used_ports.pop(port, None)
-        ns = pi.pod["metadata"].get("namespace", "")
-        for v in (pi.pod.get("spec") or {}).get("volumes") or ():
-            claim = (v.get("persistentVolumeClaim") or {}).get("claimName")
-            if claim:
-                k = f"{ns}/{claim}"
-                n = self.pvc_ref_counts.get(k, 0) + sign
-                if n > 0:
-                    self.pvc_ref_counts[k] = n
-                else:
-                    self.pvc_ref_counts.pop(k, None)
+        for k in claims:
+            n = self.pvc_ref_counts.get(k, 0) + sign
+            if n > 0:
+                self.pvc_ref_counts[k] = n
+            else:
+                self.pvc_ref_counts.pop(k, None)
         self.generation = next_generation()
 
     def clone(self) -> NodeInfo:
         c = NodeInfo.__new__(NodeInfo)
         c.node = self.node
+        c.name = self.name
         c.pods = list(self.pods)
         c.pods_with_affinity = list(self.pods_with_affinity)
         c.pods_with_required_anti_affinity = list(self.pods_with_required_anti_affinity)
