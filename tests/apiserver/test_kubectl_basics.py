@@ -79,3 +79,19 @@ def test_delete(cluster, ns):
     r = cluster.kubectl("delete", "-n", ns, "cm", "settings", check=True)
     assert 'configmap "settings" deleted' in r.stdout
     assert cluster.kubectl("get", "-n", ns, "cm", "settings").returncode == 1
+
+
+def test_field_selector_reads_past_the_first_storage_page(cluster, ns):
+    # More objects than one storage page (500): the selected ones must be found on every page, whole or in
+    # chunks that kubectl follows with continue tokens.
+    node = f"node-{ns}"
+    for i in range(620):
+        spec = {"containers": [{"name": "c", "image": "pause"}], **({"nodeName": node} if i % 10 == 3 else {})}
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i:03d}"}, "spec": spec}
+        status, body = cluster.request("POST", f"/api/v1/namespaces/{ns}/pods", pod)
+        assert status == 201, body
+    want = sorted(f"p{i:03d}" for i in range(620) if i % 10 == 3)
+    for extra in ([], ["--chunk-size=7"]):
+        out = cluster.kubectl("get", "pods", "-A", "--field-selector", f"spec.nodeName={node}", "-o", "name", *extra,
+                              check=True).stdout  # fmt: skip
+        assert sorted(line.removeprefix("pod/") for line in out.split()) == want

@@ -277,7 +277,10 @@ class RESTStore:
         items: list[Object] = []
         page = max(opts.limit, 500) if opts.limit else 0
         while True:
-            res = await self.store.list(prefix, limit=page, continue_token=token or None, revision=revision)
+            # A continue token carries its own revision (and the store refuses both).
+            res = await self.store.list(
+                prefix, limit=page, continue_token=token or None, revision=None if token else revision
+            )
             revision = res.revision
             for obj in res.items:
                 labels, fields = self.attrs(obj)
