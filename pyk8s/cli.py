@@ -40,6 +40,7 @@ def _run(coro_factory: Callable[[], Coroutine[Any, Any, Any]]) -> None:
 
 async def _serve_until_signal(server: object) -> None:
     from .apiserver.server import APIServer
+    from .gc_policy import freeze_long_lived
 
     assert isinstance(server, APIServer)
     loop = asyncio.get_running_loop()
@@ -47,6 +48,7 @@ async def _serve_until_signal(server: object) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     await server.start()
+    freeze_long_lived()  # the watch caches are loaded: see gc_policy
     return_code = 0
     try:
         await stop.wait()
@@ -179,6 +181,7 @@ def up(data_dir: Path | None, verbosity: int, **kw: object) -> None:
     from rich.console import Console
 
     from .apiserver.server import APIServer
+    from .gc_policy import freeze_long_lived
     from .storage import StorageError
 
     _logging(verbosity)
@@ -193,6 +196,7 @@ def up(data_dir: Path | None, verbosity: int, **kw: object) -> None:
             loop.add_signal_handler(sig, stop.set)
         with console.status("starting the API server (storage, PKI, watch caches)..."):
             await server.start()
+        freeze_long_lived()  # the watch caches are loaded: see gc_policy
         # The other components are clients of the API server, each in its own process as upstream's.
         components = [
             await _start_component("controller-manager", server.kubeconfig_path, verbosity),

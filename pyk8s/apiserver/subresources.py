@@ -10,6 +10,7 @@ from aiohttp import web
 
 from ..api import errors
 from ..api.meta import Object, rfc3339, set_condition
+from ..storage import Preconditions
 from .encoding import decode, read_body, respond
 from .negotiation import Output
 from .registry.rest import Context, DeleteOptions
@@ -171,8 +172,14 @@ async def bind_pod(pods: Any, namespace: str, name: str, binding: Any, ctx: Cont
         )
         return pod
 
-    # The binding writes spec and status together, which neither the main resource nor /status may do.
-    await pods.update(namespace, name, assign, ctx, subresource="binding")
+    # The binding writes spec and status together, which neither the main resource nor /status may do. The
+    # Binding's uid and resourceVersion, when given, must still be the pod's (upstream: preconditions), so a
+    # scheduler never binds a pod that was replaced under the same name.
+    md = binding.get("metadata") or {}
+    pre = None
+    if md.get("uid") or md.get("resourceVersion"):
+        pre = Preconditions(uid=md.get("uid") or None, resource_version=md.get("resourceVersion") or None)
+    await pods.update(namespace, name, assign, ctx, subresource="binding", preconditions=pre, from_watch_cache=True)
     return respond(
         {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}, Output(), 201
     )

@@ -9,7 +9,6 @@ that may move unschedulable pods back to the active queue.
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import socket
 import time
@@ -23,6 +22,7 @@ from ..client.cache import DeletedFinalStateUnknown, SharedInformerFactory
 from ..client.cache.shared_informer import drop_managed_fields
 from ..client.events import EventBroadcaster
 from ..client.rest import RESTClient
+from ..gc_policy import freeze_long_lived
 from . import metrics
 from . import queue_events as qe
 from .cache import SchedulerCache
@@ -399,9 +399,9 @@ class Scheduler:
                       asyncio.create_task(self._supervised(self._cleanup_assumed, "assumed pod expiry"))]  # fmt: skip
         try:
             await self.factory.wait_for_cache_sync()
-            # The informers' objects live as long as the process: move them out of the cyclic collector's
+            # The informers' objects live as long as the process: keep them out of the cyclic collector's
             # sight, so its full collections stop rescanning the whole cluster between pods.
-            gc.freeze()
+            freeze_long_lived()
             self.ready.set()
             log.info("scheduler %s: caches synced, scheduling", self.identity)
             while True:

@@ -122,6 +122,23 @@ def test_binding_and_eviction(cluster, ns):
     assert cluster.request("GET", f"{base}/b")[0] == 404
 
 
+def test_binding_checks_the_pods_uid_and_leaves_managed_fields(cluster, ns):
+    # A binding names the pod it was decided for: a pod replaced under the same name is not bound by it.
+    base = f"/api/v1/namespaces/{ns}/pods"
+    created = ok(cluster.request("POST", base, pod("u")), 201)
+    binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "u", "uid": "not-the-pods-uid"},
+               "target": {"kind": "Node", "name": "node-1"}}  # fmt: skip
+    status, body = cluster.request("POST", f"{base}/u/binding", binding)
+    assert status == 409 and "Precondition failed: UID in precondition: not-the-pods-uid" in str(body)
+    assert "nodeName" not in ok(cluster.request("GET", f"{base}/u"))["spec"]
+    binding["metadata"]["uid"] = created["metadata"]["uid"]
+    ok(cluster.request("POST", f"{base}/u/binding", binding), 201)
+    bound = ok(cluster.request("GET", f"{base}/u"))
+    assert bound["spec"]["nodeName"] == "node-1"
+    # As upstream's, the binding writes the pod directly: its managed fields stay those of the create.
+    assert bound["metadata"]["managedFields"] == created["metadata"]["managedFields"]
+
+
 def test_pod_spec_is_immutable_but_image_is_not(cluster, ns):
     base = f"/api/v1/namespaces/{ns}/pods"
     ok(cluster.request("POST", base, pod("i")), 201)

@@ -380,11 +380,16 @@ class RESTStore:
         *,
         subresource: str = "",
         force_allow_create: bool = False,
+        preconditions: Preconditions | None = None,
+        from_watch_cache: bool = False,
     ) -> tuple[Object, bool]:
         """Apply `updater` to the current object and store the result; returns (object, created).
 
         `updater` receives a copy of the current object (None if absent) and returns the desired object;
         it runs again if the object changed underneath (so a patch is re-applied to the latest state).
+        `preconditions` (uid, resourceVersion) must hold on the stored object. With `from_watch_cache` the
+        first attempt starts from the watch cache's copy instead of reading storage (upstream's
+        GuaranteedUpdate with a cached object); a stale copy only costs a retry on the stored state.
         """
         key = self.key(namespace, name)
         created = False
@@ -419,15 +424,23 @@ class RESTStore:
             await self.admission.admit(attrs)
             new = attrs.object or new
             await self.admission.validate(attrs)
-            self.record_manager(new, existing, ctx, subresource)
+            if subresource != "binding":
+                # Upstream's binding writes the pod straight to storage: its field manager tracks the Binding,
+                # which is not stored, so the pod's managedFields do not change.
+                self.record_manager(new, existing, ctx, subresource)
             if existing is not None:
                 delete_after = self._should_delete_during_update(new, existing)
             if ctx.dry_run:
                 raise _DryRunResult(new)
             return new
 
+        cached = None
+        if from_watch_cache and self.cacher.ready and (entry := self.cacher.get(key)) is not None:
+            cached = entry.obj  # only read: try_update hands the updater a deep copy
         try:
-            obj = await self.store.guaranteed_update(key, try_update, ignore_not_found=True)
+            obj = await self.store.guaranteed_update(
+                key, try_update, ignore_not_found=True, preconditions=preconditions, cached_existing=cached
+            )
         except _DryRunResult as r:
             return r.obj, created
         except StorageError as err:
