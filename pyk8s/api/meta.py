@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import secrets
 import uuid
 from typing import Any
+
+import orjson
 
 Object = dict[str, Any]
 
@@ -51,6 +54,15 @@ def generate_name(prefix: str) -> str:
     if len(prefix) > MAX_GENERATED_NAME_LENGTH:
         prefix = prefix[:MAX_GENERATED_NAME_LENGTH]
     return prefix + "".join(secrets.choice(_NAME_ALPHABET) for _ in range(GENERATED_SUFFIX_LENGTH))
+
+
+def json_copy(value: Any) -> Any:
+    """A deep copy of a JSON value (what API objects are), several times faster than copy.deepcopy; anything
+    orjson cannot write (a tuple-free, str-keyed JSON tree always can) falls back to copy.deepcopy."""
+    try:
+        return orjson.loads(orjson.dumps(value))
+    except (TypeError, orjson.JSONEncodeError):
+        return copy.deepcopy(value)
 
 
 def metadata(obj: Object) -> Object:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..api import errors
+from ..api import errors, meta
 from ..api.meta import Object, parse_time
 
 Cells = list[Any]
@@ -110,7 +110,7 @@ def age(obj: Object) -> str:
     if not ts:
         return "<unknown>"
     try:
-        return human_duration(dt.datetime.now(dt.UTC) - parse_time(ts))
+        return human_duration(meta.now() - parse_time(ts))
     except ValueError:
         return "<unknown>"
 

@@ -14,6 +14,12 @@ from pyk8s.apiserver.tables import PRINTERS, printer_for, table
 NOW = dt.datetime.now(dt.UTC)
 
 
+@pytest.fixture(autouse=True)
+def frozen_clock(monkeypatch):
+    """Ages are printed against NOW, however long after collection a test runs."""
+    monkeypatch.setattr("pyk8s.api.meta.now", lambda: NOW)
+
+
 def ago(**delta: float) -> str:
     """An RFC 3339 timestamp `delta` before the start of the test run (offsets chosen so ages are stable)."""
     return (NOW - dt.timedelta(**delta)).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from ...api import meta
 from ...api.meta import Object, parse_time
 from ...api.quantity import QuantityError, canonical, parse_quantity
 from ...api.selectors import SelectorError, label_selector_from_object
@@ -76,7 +77,7 @@ def _since(value: Any) -> str:
     t = _time(value) if not isinstance(value, dt.datetime) else value
     if t is None:
         return "<unknown>"
-    return human_duration(dt.datetime.now(dt.UTC) - t)
+    return human_duration(meta.now() - t)
 
 
 def _format_labels(labels: Any) -> str:

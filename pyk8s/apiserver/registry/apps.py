@@ -3,12 +3,11 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Any, ClassVar
 
 from ...api import errors as e
 from ...api.errors import FieldError
-from ...api.meta import Object
+from ...api.meta import Object, json_copy
 from ...api.selectors import SelectorError, label_selector_from_object
 from . import register
 from .core import default_pod_spec, validate_pod_spec
@@ -165,7 +164,7 @@ class StatefulSetStrategy(WorkloadStrategy):
 
     def validate_update(self, new: Object, old: Object) -> list[FieldError]:
         errs = self.validate(new)
-        a, b = copy.deepcopy(new.get("spec") or {}), copy.deepcopy(old.get("spec") or {})
+        a, b = json_copy(new.get("spec") or {}), json_copy(old.get("spec") or {})
         for s in (a, b):
             for k in _STS_MUTABLE:
                 s.pop(k, None)

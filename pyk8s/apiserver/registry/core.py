@@ -9,14 +9,13 @@ upstream's field paths and wording.
 from __future__ import annotations
 
 import base64
-import copy
 import ipaddress
 from typing import Any, ClassVar
 
 from ...api import errors as e
 from ...api import validation as v
 from ...api.errors import FieldError
-from ...api.meta import Object
+from ...api.meta import Object, json_copy
 from . import register
 from .strategy import Strategy, immutable
 
@@ -247,7 +246,7 @@ class NamespaceStrategy(Strategy):
         super().prepare_for_update(new, old)
         # spec.finalizers change only through /finalize
         if "spec" in old:
-            new["spec"] = copy.deepcopy(old["spec"])
+            new["spec"] = json_copy(old["spec"])
 
     def graceful_deletion_seconds(self, obj: Object, requested: int | None) -> int:
         return 0
@@ -340,7 +339,7 @@ class PodStrategy(Strategy):
         errs = validate_pod_spec(new.get("spec"), "spec")
         if errs:
             return errs
-        a, b = copy.deepcopy(new.get("spec") or {}), copy.deepcopy(old.get("spec") or {})
+        a, b = json_copy(new.get("spec") or {}), json_copy(old.get("spec") or {})
         for spec in (a, b):
             for c in (spec.get("containers") or []) + (spec.get("initContainers") or []):
                 c.pop("image", None)

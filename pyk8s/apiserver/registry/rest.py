@@ -9,14 +9,13 @@ resource's storage version; converting to and from the version a client speaks i
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from ...api import errors, managed_fields, meta, schema
 from ...api.errors import StatusError
-from ...api.meta import Object
+from ...api.meta import Object, json_copy
 from ...api.resources import Resource
 from ...api.selectors import EVERYTHING as ALL_LABELS
 from ...api.selectors import FieldSelector, LabelSelector
@@ -398,7 +397,7 @@ class RESTStore:
         async def try_update(existing: Object | None) -> Object:
             nonlocal created, delete_after
             created = existing is None
-            new = await updater(copy.deepcopy(existing) if existing is not None else None)
+            new = await updater(json_copy(existing) if existing is not None else None)
             if not isinstance(new, dict):
                 raise errors.bad_request("the update produced no object")
             md = meta.metadata(new)
@@ -591,7 +590,7 @@ class RESTStore:
         def mark(current: Object | None) -> Object:
             if current is None:
                 raise KeyNotFoundError(key)
-            current = copy.deepcopy(current)
+            current = json_copy(current)
             md = current["metadata"]
             if md.get("uid") != obj["metadata"].get("uid"):
                 raise KeyNotFoundError(key)

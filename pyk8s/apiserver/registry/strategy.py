@@ -8,13 +8,12 @@ status update may change, selectable fields, graceful deletion.
 
 from __future__ import annotations
 
-import copy
 from typing import Any, ClassVar
 
 from ...api import errors as e
 from ...api import validation as v
 from ...api.errors import FieldError
-from ...api.meta import Object
+from ...api.meta import Object, json_copy
 from ...api.resources import Resource
 
 FIELD_IMMUTABLE = "field is immutable"
@@ -198,7 +197,7 @@ class Strategy:
     def prepare_for_update(self, new: Object, old: Object) -> None:
         if self.has_status:
             if "status" in old:
-                new["status"] = copy.deepcopy(old["status"])
+                new["status"] = json_copy(old["status"])
             else:
                 new.pop("status", None)
         if self.tracks_generation:
@@ -220,11 +219,11 @@ class Strategy:
                 new.pop(k)
         for k, val in old.items():
             if k not in self.status_fields and k not in ("apiVersion", "kind", "metadata"):
-                new[k] = copy.deepcopy(val)
+                new[k] = json_copy(val)
         meta, old_meta = new["metadata"], old.get("metadata", {})
         for k in _STATUS_RESET_META:
             if k in old_meta:
-                meta[k] = copy.deepcopy(old_meta[k])
+                meta[k] = json_copy(old_meta[k])
             else:
                 meta.pop(k, None)
 
@@ -238,7 +237,7 @@ class Strategy:
             new.pop(k)
         for k, val in old.items():
             if k not in ("apiVersion", "kind", "metadata"):
-                new[k] = copy.deepcopy(val)
+                new[k] = json_copy(val)
         new.setdefault("spec", {})["finalizers"] = finalizers or []
 
     def deletion_blocked(self, obj: Object) -> bool:
