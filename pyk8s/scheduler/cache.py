@@ -289,7 +289,6 @@ class SchedulerCache:
                 ni = self.nodes.get(name)
                 if ni is not None and ni.node is not None and name in snapshot.positions:
                     snapshot.replace(self._snapshot_copy(ni), node_changed=name in self._node_object_dirty)
-            snapshot.finish_update()
         self._dirty.clear()
         self._node_object_dirty.clear()
         snapshot.generation = self.generation

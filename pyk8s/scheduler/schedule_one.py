@@ -14,9 +14,9 @@ import copy
 import logging
 import random
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -34,7 +34,7 @@ from .framework.interface import (
     Status,
 )
 from .framework.runtime import FilterError, Framework, ScoreError
-from .framework.types import NodeInfo, QueuedPodInfo
+from .framework.types import FeasibleNodes, QueuedPodInfo
 
 if TYPE_CHECKING:
     from .cache import SchedulerCache
@@ -75,31 +75,6 @@ def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> in
     if pct <= 0:
         pct = max(50 - num_all_nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
     return max(num_all_nodes * pct // 100, MIN_FEASIBLE_NODES_TO_FIND)
-
-
-class FeasibleNodes(Sequence[NodeInfo]):
-    """The feasible NodeInfos handed to PreScore, built only if a plugin reads them (most do not)."""
-
-    __slots__ = ("_list", "_nodes", "_positions")
-
-    def __init__(self, nodes: list[NodeInfo], positions: list[int]) -> None:
-        self._nodes = nodes
-        self._positions = positions
-        self._list: list[NodeInfo] | None = None
-
-    def _materialise(self) -> list[NodeInfo]:
-        if self._list is None:
-            self._list = [self._nodes[i] for i in self._positions]
-        return self._list
-
-    def __len__(self) -> int:
-        return len(self._positions)
-
-    def __getitem__(self, i: Any) -> Any:
-        return self._materialise()[i]
-
-    def __iter__(self) -> Iterator[NodeInfo]:
-        return iter(self._materialise())
 
 
 @dataclass

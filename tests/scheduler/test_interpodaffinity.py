@@ -833,10 +833,8 @@ def test_incoming_affinity_counts(name, pods, incoming, want_aff, want_anti):
     pl, snap = plugin_for([node("nodeA", {"hostname": "nodeA"})], pods)
     pi = PodInfo(incoming)
     gens = node_generations(snap)
-    (aff, _), (anti, _) = pl.incoming_affinity_counts(
-        snap, gens, pi.required_affinity_terms, pi.required_anti_affinity_terms
-    )
-    assert (aff, anti) == (want_aff, want_anti)
+    aff, anti = pl.incoming_affinity_counts(snap, gens, pi.required_affinity_terms, pi.required_anti_affinity_terms)
+    assert (aff.pairs(), anti.pairs()) == (want_aff, want_anti)
 
 
 # -- queueing hints, events, args ----------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pyk8s.scheduler.framework.interface import CycleState, NodeScore
-from pyk8s.scheduler.framework.types import NodeInfo, PodInfo
+from pyk8s.scheduler.framework.types import FeasibleNodes, NodeInfo, PodInfo
 from pyk8s.scheduler.plugins.podtopologyspread import PodTopologySpread
 from pyk8s.scheduler.plugins.podtopologyspread.filtering import PRE_FILTER_STATE_KEY
 from pyk8s.scheduler.plugins.podtopologyspread.scoring import PRE_SCORE_STATE_KEY
@@ -188,7 +188,9 @@ def test_score_vector_agrees(seed: int) -> None:
     filtered = [snap.node_info_list[i] for i in positions]
     fast, slow = CycleState(), CycleState()
     pl.vectorize = True
-    st1 = pl.pre_score(fast, p, filtered)
+    # As the scheduler hands them (positions known) or as a plain list (looked up by name).
+    given_nodes = FeasibleNodes(snap.node_info_list, positions) if rng.random() < 0.5 else filtered
+    st1 = pl.pre_score(fast, p, given_nodes)
     pl.vectorize = False
     st2 = pl.pre_score(slow, p, filtered)
     assert st1 == st2

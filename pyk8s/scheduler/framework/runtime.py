@@ -5,7 +5,10 @@ Filter and Score have two paths. The per-node path (`run_filter_plugins`, `node_
 with `vectorized=False`) is upstream's loop, used by preemption and nodes with nominated pods. The fast path
 (`find_feasible`, `run_score_plugins`) asks plugins that offer `filter_vector` / `score_vector` for whole
 columns at once, keeps node-local plugins' columns per equivalence class (`equivalence.py`), and runs the rest
-per node, in upstream's order, so both paths decide alike.
+per node, in upstream's order, so both paths decide alike. When every active Filter is node-local, the per-node
+verdicts the vectorized framework works out (`node_statuses`, nodes with nominated pods, preemption's dry run)
+are memoised per class too (`class_memo`), so a stream of pods that fit nowhere costs only the nodes that
+changed.
 """
 
 from __future__ import annotations

@@ -82,8 +82,9 @@ class Snapshot:
 
     def __init__(self, node_infos: Iterable[NodeInfo] = ()) -> None:
         self.node_info_list: list[NodeInfo] = []
-        self.have_pods_with_affinity_list: list[NodeInfo] = []
-        self.have_pods_with_required_anti_affinity_list: list[NodeInfo] = []
+        # By position: whether the node hosts pods with (anti-)affinity terms / required anti-affinity terms.
+        self._with_affinity = np.zeros(0, dtype=bool)
+        self._with_required_anti = np.zeros(0, dtype=bool)
         self.positions: dict[str, int] = {}
         self.columns = Columns(0)
         self.generation = 0  # the cache generation this snapshot reflects
@@ -122,13 +123,16 @@ class Snapshot:
         self.columns = Columns(len(node_infos))
         for i, ni in enumerate(node_infos):
             self.columns.set_row(i, ni)
-        self._refresh_affinity_lists()
+        self._with_affinity = np.fromiter((bool(ni.pods_with_affinity) for ni in node_infos), dtype=bool,
+                                          count=len(node_infos))  # fmt: skip
+        self._with_required_anti = np.fromiter(
+            (bool(ni.pods_with_required_anti_affinity) for ni in node_infos), dtype=bool, count=len(node_infos)
+        )
         self.nodes_changed()
 
     def replace(self, ni: NodeInfo, node_changed: bool) -> None:
         """Put a fresh NodeInfo at its node's position; `node_changed` when the Node object itself changed."""
         i = self.positions[ni.name]
-        old = self.node_info_list[i]
         self.node_info_list[i] = ni
         self.columns.set_row(i, ni)
         self._changes.append(i)
@@ -136,25 +140,26 @@ class Snapshot:
             drop = len(self._changes) // 2
             self._changes_base += drop
             del self._changes[:drop]
-        if (
-            bool(old.pods_with_affinity) != bool(ni.pods_with_affinity)
-            or bool(old.pods_with_required_anti_affinity) != bool(ni.pods_with_required_anti_affinity)
-            or ni.pods_with_affinity
-        ):
-            self._affinity_dirty = True
+        self._with_affinity[i] = bool(ni.pods_with_affinity)
+        self._with_required_anti[i] = bool(ni.pods_with_required_anti_affinity)
         if node_changed:
             self.nodes_changed()
 
-    def finish_update(self) -> None:
-        if getattr(self, "_affinity_dirty", False):
-            self._refresh_affinity_lists()
+    @property
+    def have_pods_with_affinity_list(self) -> list[NodeInfo]:
+        """Nodes hosting pods with affinity or anti-affinity terms, in node order (upstream's list)."""
+        return [self.node_info_list[i] for i in np.flatnonzero(self._with_affinity).tolist()]
 
-    def _refresh_affinity_lists(self) -> None:
-        self._affinity_dirty = False
-        self.have_pods_with_affinity_list = [ni for ni in self.node_info_list if ni.pods_with_affinity]
-        self.have_pods_with_required_anti_affinity_list = [
-            ni for ni in self.node_info_list if ni.pods_with_required_anti_affinity
-        ]
+    @property
+    def have_pods_with_required_anti_affinity_list(self) -> list[NodeInfo]:
+        """Nodes hosting pods with required anti-affinity terms, in node order (upstream's list)."""
+        return [self.node_info_list[i] for i in np.flatnonzero(self._with_required_anti).tolist()]
+
+    def any_pods_with_affinity(self) -> bool:
+        return bool(self._with_affinity.any())
+
+    def any_pods_with_required_anti_affinity(self) -> bool:
+        return bool(self._with_required_anti.any())
 
     def nodes_changed(self) -> None:
         self.node_generation = next(_snapshot_generation)

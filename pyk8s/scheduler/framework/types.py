@@ -8,6 +8,7 @@ Objects stay plain dicts (the house rule); these wrap them and keep the derived 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -484,3 +485,33 @@ class QueuedPodInfo:
 
 
 EVERYTHING_SELECTOR = EVERYTHING
+
+
+class FeasibleNodes(Sequence[NodeInfo]):
+    """The feasible NodeInfos handed to PreScore, built only if a plugin reads them (most do not)."""
+
+    __slots__ = ("_list", "_nodes", "_positions")
+
+    def __init__(self, nodes: list[NodeInfo], positions: list[int]) -> None:
+        self._nodes = nodes
+        self._positions = positions
+        self._list: list[NodeInfo] | None = None
+
+    def _materialise(self) -> list[NodeInfo]:
+        if self._list is None:
+            self._list = [self._nodes[i] for i in self._positions]
+        return self._list
+
+    def __len__(self) -> int:
+        return len(self._positions)
+
+    def __getitem__(self, i: Any) -> Any:
+        return self._materialise()[i]
+
+    def __iter__(self) -> Iterator[NodeInfo]:
+        return iter(self._materialise())
+
+    def positions_in(self, nodes: list[NodeInfo]) -> list[int] | None:
+        """The positions of these NodeInfos in `nodes` when that is the list they were taken from, else None:
+        vectorized PreScore plugins index the snapshot's columns with them instead of looking nodes up."""
+        return self._positions if self._nodes is nodes else None

@@ -174,8 +174,7 @@ class _LRU(OrderedDict[Hashable, Any]):
 
 def node_generations(snapshot: Snapshot) -> np.ndarray:
     """Every node's NodeInfo generation, by position; one pass per cycle serves every cache lookup."""
-    nodes = snapshot.node_info_list
-    return np.fromiter((ni.generation for ni in nodes), dtype=np.int64, count=len(nodes))
+    return snapshot.columns.generation.copy()  # a copy: callers keep it to compare with the next cycle's
 
 
 class _PositionCounts:

@@ -71,11 +71,11 @@ class PreFilterState:
     """What PreFilter computed for one pod; cloned for preemption's what-if add/remove of pods."""
 
     __slots__ = (
-        "affinity_counts",
+        "_affinity",
+        "_anti",
+        "_existing",
         "affinity_terms",
-        "anti_affinity_counts",
         "anti_affinity_terms",
-        "existing_anti_affinity_counts",
         "namespace_labels",
         "node_generation",
         "pod",
@@ -89,23 +89,50 @@ class PreFilterState:
         affinity_terms: list[AffinityTerm],
         anti_affinity_terms: list[AffinityTerm],
         namespace_labels: dict[str, str] | None,
-        existing_anti_affinity_counts: Counts,
-        affinity_counts: Counts,
-        anti_affinity_counts: Counts,
+        existing_anti_affinity_counts: Counts | CodeCounts,
+        affinity_counts: Counts | CodeCounts,
+        anti_affinity_counts: Counts | CodeCounts,
     ) -> None:
         self.pod = pod
         self.affinity_terms = affinity_terms  # the incoming pod's, namespaces merged
         self.anti_affinity_terms = anti_affinity_terms
         self.namespace_labels = namespace_labels  # of the incoming pod's namespace (None: unknown namespace)
-        self.existing_anti_affinity_counts = existing_anti_affinity_counts
-        self.affinity_counts = affinity_counts
-        self.anti_affinity_counts = anti_affinity_counts
+        # The counts as {(key, value): n}; PreFilter hands them over per value code and they become dicts only
+        # when the per-node path or preemption reads them (on thousands of hostnames, building them is most of
+        # a cycle, and the vectorized filter never needs them).
+        self._existing = existing_anti_affinity_counts
+        self._affinity = affinity_counts
+        self._anti = anti_affinity_counts
         # Whether the pod would satisfy its own affinity: lets the first pod of a self-affine group in.
         self.self_match = pod_matches_all_terms(affinity_terms, pod)
         # The counts as hit tables over value codes of a snapshot (filter_vector reads them); None once
         # add/remove-pod changed the counts.
         self.tables: tuple[HitTables, HitTables, HitTables] | None = None
         self.node_generation = -1
+
+    @property
+    def existing_anti_affinity_counts(self) -> Counts:
+        if isinstance(self._existing, CodeCounts):
+            self._existing = self._existing.pairs()
+        return self._existing
+
+    @property
+    def affinity_counts(self) -> Counts:
+        if isinstance(self._affinity, CodeCounts):
+            self._affinity = self._affinity.pairs()
+        return self._affinity
+
+    @property
+    def anti_affinity_counts(self) -> Counts:
+        if isinstance(self._anti, CodeCounts):
+            self._anti = self._anti.pairs()
+        return self._anti
+
+    def no_counts(self) -> tuple[bool, bool, bool]:
+        """Whether the (existing anti-affinity, affinity, anti-affinity) counts are empty, without building them."""
+        return tuple(  # type: ignore[return-value]
+            c.empty() if isinstance(c, CodeCounts) else not c for c in (self._existing, self._affinity, self._anti)
+        )
 
     def clone(self) -> PreFilterState:
         c = PreFilterState.__new__(PreFilterState)
@@ -114,9 +141,9 @@ class PreFilterState:
         c.anti_affinity_terms = self.anti_affinity_terms
         c.namespace_labels = self.namespace_labels
         c.self_match = self.self_match
-        c.existing_anti_affinity_counts = dict(self.existing_anti_affinity_counts)
-        c.affinity_counts = dict(self.affinity_counts)
-        c.anti_affinity_counts = dict(self.anti_affinity_counts)
+        c._existing = dict(self.existing_anti_affinity_counts)
+        c._affinity = dict(self.affinity_counts)
+        c._anti = dict(self.anti_affinity_counts)
         c.tables = self.tables  # never changed in place; an update drops them
         c.node_generation = self.node_generation
         return c
@@ -214,8 +241,8 @@ def satisfy_pod_affinity(s: PreFilterState, labels: dict[str, str]) -> bool:
     return True
 
 
-class _CodeCounts:
-    """Counts per topology key over value codes, turned into pairs and hit tables at the end."""
+class CodeCounts:
+    """Counts per topology key over value codes: hit tables for the vectorized filter, pairs when asked."""
 
     def __init__(self, snapshot: Snapshot) -> None:
         self.snapshot = snapshot
@@ -225,13 +252,18 @@ class _CodeCounts:
         got = self.by_key.get(key)
         self.by_key[key] = code_counts if got is None else got + code_counts
 
-    def pairs_and_tables(self) -> tuple[Counts, HitTables]:
+    def pairs(self) -> Counts:
         counts: Counts = {}
-        tables: HitTables = {}
         for key, cc in self.by_key.items():
             counts.update(topology_index(self.snapshot, key).pairs(key, cc))
-            tables[key] = np.append(cc > 0, False)
-        return counts, tables
+        return counts
+
+    def tables(self) -> HitTables:
+        return {key: np.append(cc > 0, False) for key, cc in self.by_key.items()}
+
+    def empty(self) -> bool:
+        """Whether `pairs()` would be empty (only non-zero counts become pairs)."""
+        return not any(cc.any() for cc in self.by_key.values())
 
 
 class Filtering(PreFilterPlugin, FilterPlugin, PreFilterExtensions):
@@ -254,27 +286,25 @@ class Filtering(PreFilterPlugin, FilterPlugin, PreFilterExtensions):
         affinity_terms = [merge_namespaces(t, list_namespaces) for t in pi.required_affinity_terms]
         anti_terms = [merge_namespaces(t, list_namespaces) for t in pi.required_anti_affinity_terms]
         ns_labels = self._handle.namespace_labels(pod["metadata"].get("namespace", ""))
-        if not affinity_terms and not anti_terms and not snapshot.have_pods_with_required_anti_affinity_list:
+        if not affinity_terms and not anti_terms and not snapshot.any_pods_with_required_anti_affinity():
             return None, Status(Code.SKIP)  # nothing could be counted: the same Skip as below, sooner
         generations = node_generations(snapshot)
-        existing, existing_tables = self.existing_anti_affinity_counts(snapshot, generations, pod, ns_labels)
-        if not existing and not affinity_terms and not anti_terms:
+        existing = self.existing_anti_affinity_counts(snapshot, generations, pod, ns_labels)
+        if existing.empty() and not affinity_terms and not anti_terms:
             return None, Status(Code.SKIP)
-        (affinity, affinity_tables), (anti, anti_tables) = self.incoming_affinity_counts(
-            snapshot, generations, affinity_terms, anti_terms
-        )
+        affinity, anti = self.incoming_affinity_counts(snapshot, generations, affinity_terms, anti_terms)
         s = PreFilterState(pod, affinity_terms, anti_terms, ns_labels, existing, affinity, anti)
-        s.tables = (existing_tables, affinity_tables, anti_tables)
+        s.tables = (existing.tables(), affinity.tables(), anti.tables())
         s.node_generation = snapshot.node_generation
         state.write(PRE_FILTER_STATE_KEY, s)
         return None, None
 
     def existing_anti_affinity_counts(
         self, snapshot: Snapshot, generations: np.ndarray, pod: Pod, namespace_labels: dict[str, str] | None
-    ) -> tuple[Counts, HitTables]:
-        """Pairs counting existing pods' required anti-affinity terms that select `pod`."""
-        sums = _CodeCounts(snapshot)
-        if snapshot.have_pods_with_required_anti_affinity_list:
+    ) -> CodeCounts:
+        """Counts of existing pods' required anti-affinity terms that select `pod`."""
+        sums = CodeCounts(snapshot)
+        if snapshot.any_pods_with_required_anti_affinity():
 
             def share(ni: NodeInfo) -> dict[str, int]:
                 return existing_anti_affinity_share(pod, namespace_labels, ni)
@@ -282,7 +312,7 @@ class Filtering(PreFilterPlugin, FilterPlugin, PreFilterExtensions):
             key = ("existing-anti", pod_signature(pod, namespace_labels))
             for k, (weights, _) in self._node_shares.shares(snapshot, generations, key, share).items():
                 sums.add(k, topology_index(snapshot, k).code_sums(weights))
-        return sums.pairs_and_tables()
+        return sums
 
     def incoming_affinity_counts(
         self,
@@ -290,10 +320,10 @@ class Filtering(PreFilterPlugin, FilterPlugin, PreFilterExtensions):
         generations: np.ndarray,
         affinity_terms: list[AffinityTerm],
         anti_affinity_terms: list[AffinityTerm],
-    ) -> tuple[tuple[Counts, HitTables], tuple[Counts, HitTables]]:
-        """Pairs counting existing pods that match all of `affinity_terms` (once per term), and pairs counting
-        those matching each of `anti_affinity_terms` (the incoming pod's terms, namespaces merged)."""
-        affinity = _CodeCounts(snapshot)
+    ) -> tuple[CodeCounts, CodeCounts]:
+        """Counts of existing pods that match all of `affinity_terms` (once per term), and counts of those
+        matching each of `anti_affinity_terms` (the incoming pod's terms, namespaces merged)."""
+        affinity = CodeCounts(snapshot)
         if affinity_terms:
             matchers = [compile_term(t) for t in affinity_terms]
 
@@ -308,11 +338,11 @@ class Filtering(PreFilterPlugin, FilterPlugin, PreFilterExtensions):
             )
             for t in affinity_terms:
                 affinity.add(t.topology_key, topology_index(snapshot, t.topology_key).code_sums(per_node))
-        anti = _CodeCounts(snapshot)
+        anti = CodeCounts(snapshot)
         for t in anti_affinity_terms:
             per_node = self._pod_counts.counts(snapshot, generations, ("one", term_key(t)), compile_term(t))
             anti.add(t.topology_key, topology_index(snapshot, t.topology_key).code_sums(per_node))
-        return affinity.pairs_and_tables(), anti.pairs_and_tables()
+        return affinity, anti
 
     def _list_namespaces(self) -> list[dict[str, Any]]:
         return self._handle.objects.list("namespaces")
@@ -359,6 +389,7 @@ class Filtering(PreFilterPlugin, FilterPlugin, PreFilterExtensions):
         if s is None:
             return np.zeros(n, dtype=bool)
         existing, affinity, anti = s.hit_tables(snapshot)
+        no_existing, no_affinity, no_anti = s.no_counts()
         ok = np.ones(n, dtype=bool)
         if s.affinity_terms:
             has_keys = np.ones(n, dtype=bool)
@@ -371,16 +402,16 @@ class Filtering(PreFilterPlugin, FilterPlugin, PreFilterExtensions):
                     pods_exist[:] = False
                 else:
                     pods_exist &= table[codes]
-            if len(s.affinity_counts) == 0 and s.self_match:
+            if no_affinity and s.self_match:
                 ok &= has_keys
             else:
                 ok &= has_keys & pods_exist
-        if s.anti_affinity_counts:
+        if not no_anti:
             for t in s.anti_affinity_terms:
                 table = anti.get(t.topology_key)
                 if table is not None:
                     ok &= ~table[topology_index(snapshot, t.topology_key).codes]
-        if s.existing_anti_affinity_counts:
+        if not no_existing:
             for key, table in existing.items():
                 ok &= ~table[topology_index(snapshot, key).codes]
         return ok

@@ -127,7 +127,7 @@ class Scoring(PreScorePlugin, ScorePlugin, ScoreExtensions):
         snapshot = self._handle.snapshot
         weighted = [(w.term, w.weight) for w in pi.preferred_affinity_terms]
         weighted += [(w.term, -w.weight) for w in pi.preferred_anti_affinity_terms]
-        if not weighted and not snapshot.have_pods_with_affinity_list:
+        if not weighted and not snapshot.any_pods_with_affinity():
             return Status(Code.SKIP)  # nothing could be scored: the same Skip as below, sooner
         ns_labels = self._handle.namespace_labels(pod["metadata"].get("namespace", ""))
         generations = node_generations(snapshot)
@@ -152,7 +152,7 @@ class Scoring(PreScorePlugin, ScorePlugin, ScoreExtensions):
             ks.weights += matched * weight
             ks.present |= matched > 0
         # Existing pods' own terms: only nodes hosting pods with affinity contribute.
-        if snapshot.have_pods_with_affinity_list:
+        if snapshot.any_pods_with_affinity():
             hard = self.hard_pod_affinity_weight
 
             def share(ni: NodeInfo) -> dict[str, int]:

@@ -14,7 +14,7 @@ import numpy as np
 
 from ...framework.interface import MAX_NODE_SCORE, Code, CycleState, Handle, NodeScore, Pod, Status
 from ...framework.snapshot import Snapshot
-from ...framework.types import NodeInfo
+from ...framework.types import FeasibleNodes, NodeInfo
 from ..helper import required_node_affinity_matches
 from .common import (
     HONOR,
@@ -161,8 +161,11 @@ class ScoringMixin:
         """The columnar form; None when the candidates are not the snapshot's own nodes."""
         snap = self.handle.snapshot
         positions, all_nodes = snap.positions, snap.node_info_list
+        known = nodes.positions_in(all_nodes) if isinstance(nodes, FeasibleNodes) else None
         if nodes is all_nodes:
             idx = np.arange(len(all_nodes), dtype=np.int64)
+        elif known is not None:
+            idx = np.asarray(known, dtype=np.int64)
         else:
             pos: list[int] = []
             for ni in nodes:
@@ -178,7 +181,7 @@ class ScoringMixin:
         base = np.ones(len(all_nodes), dtype=bool)
         if require_all:
             missing = ~all_keys[idx]
-            ignored = {nodes[k].name for k in np.flatnonzero(missing).tolist()}
+            ignored = {all_nodes[i].name for i in idx[missing].tolist()}
             ok_idx = idx[~missing]
             base = all_keys
         inclusion = self.features.node_inclusion_policy
