@@ -395,7 +395,7 @@ def main() -> None:
             )
     table = Table(title=f"scheduler_perf end to end{' (--quick: sizes / 10)' if args.quick else ''}")
     for c in ("workload", "nodes", "pods", "pods/s (avg of 1 s samples)", "p50", "upstream threshold", "ratio"):
-        table.add_column(c, justify="right")
+        table.add_column(c, justify="right", no_wrap=c == "workload")
     for r in results:
         thr = r["threshold"]
         ratio = f"{r['avg'] / thr:.2f}" if thr else "-"
