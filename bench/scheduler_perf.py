@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import copy
-import gc
 import statistics
 import subprocess
 import sys
@@ -323,6 +322,7 @@ async def run_workload(w: Workload, scale: int, progress: Progress) -> dict[str,
 
 def algorithm_per_pod(num_nodes: int, num_pods: int, vectorized: bool, init_pods: int = 1000) -> float:
     """µs per pod for ScheduleAlgorithm.schedule_pod + assume over `num_nodes` default nodes (SchedulingBasic)."""
+    from pyk8s.gc_policy import freeze_long_lived, stop_freezing
     from pyk8s.scheduler.cache import SchedulerCache
     from pyk8s.scheduler.config import default_config
     from pyk8s.scheduler.framework.handle import FrameworkHandle
@@ -351,11 +351,14 @@ def algorithm_per_pod(num_nodes: int, num_pods: int, vectorized: bool, init_pods
 
     for _ in range(init_pods):
         one()
-    gc.freeze()  # as the scheduler does once its informers have synced
-    t = time.perf_counter()
-    for _ in range(num_pods):
-        one()
-    return (time.perf_counter() - t) / num_pods * 1e6
+    freeze_long_lived()  # as the scheduler does once its informers have synced
+    try:
+        t = time.perf_counter()
+        for _ in range(num_pods):
+            one()
+        return (time.perf_counter() - t) / num_pods * 1e6
+    finally:
+        stop_freezing()
 
 
 def main() -> None:

@@ -24,8 +24,9 @@ YOUNG_THRESHOLD = 20_000
 
 
 class _Policy:
-    def __init__(self, complete_every: float) -> None:
+    def __init__(self, complete_every: float, threshold: tuple[int, ...]) -> None:
         self.complete_every = complete_every
+        self.threshold = threshold  # what stop_freezing puts back
         self.last_complete = time.monotonic()
 
     def __call__(self, phase: str, info: dict[str, Any]) -> None:
@@ -48,12 +49,12 @@ def freeze_long_lived(complete_every: float = COMPLETE_EVERY) -> None:
     then on. Idempotent: a second call only freezes again."""
     global _policy
     gc.freeze()
-    gc.set_threshold(YOUNG_THRESHOLD, *gc.get_threshold()[1:])
     if _policy is None:
-        _policy = _Policy(complete_every)
+        _policy = _Policy(complete_every, gc.get_threshold())
         gc.callbacks.append(_policy)
     else:
         _policy.complete_every = complete_every
+    gc.set_threshold(YOUNG_THRESHOLD, *_policy.threshold[1:])
 
 
 def stop_freezing() -> None:
@@ -61,5 +62,6 @@ def stop_freezing() -> None:
     global _policy
     if _policy is not None:
         gc.callbacks.remove(_policy)
+        gc.set_threshold(*_policy.threshold)
         _policy = None
     gc.unfreeze()

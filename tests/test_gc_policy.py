@@ -42,3 +42,12 @@ def test_a_cycle_that_dies_while_frozen_waits_for_the_complete_collection(policy
     policy.freeze_long_lived(complete_every=0)  # the next full collection is a complete one
     gc.collect()
     assert alive() is None
+
+
+def test_young_collections_are_rarer_until_stopped(policy):
+    gc.set_threshold(700, 10, 10)
+    policy.freeze_long_lived()
+    assert gc.get_threshold() == (gc_policy.YOUNG_THRESHOLD, 10, 10)
+    policy.freeze_long_lived()  # idempotent: what stop_freezing restores is still the original
+    policy.stop_freezing()
+    assert gc.get_threshold() == (700, 10, 10)

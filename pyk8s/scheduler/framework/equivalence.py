@@ -204,7 +204,8 @@ class EquivalenceCache:
                 return False
             return True
 
-        key = ("filter", equivalence_key(state, pod), tuple(p.name for p in plugins))
+        # The plugin objects themselves name the column: hashing them is cheaper than collecting their names.
+        key = ("filter", equivalence_key(state, pod), tuple(plugins))
         return self.column(key, snapshot, compute, one)
 
     def raw_scores(self, state: CycleState, pod: Pod, snapshot: Snapshot, plugin: Any) -> np.ndarray:
@@ -219,7 +220,7 @@ class EquivalenceCache:
         def one(i: int) -> int:
             return run_score(plugin, state, pod, nodes[i])
 
-        key = ("score", equivalence_key(state, pod), plugin.name)
+        key = ("score", equivalence_key(state, pod), plugin)
         return self.column(key, snapshot, compute, one)
 
     def weighted_scores(
@@ -238,5 +239,5 @@ class EquivalenceCache:
         def one(i: int) -> int:
             return sum(w * run_score(p, state, pod, nodes[i]) for p, w in plugins)
 
-        key = ("weighted", equivalence_key(state, pod), tuple((p.name, w) for p, w in plugins))
+        key = ("weighted", equivalence_key(state, pod), tuple(plugins))
         return self.column(key, snapshot, compute, one)

@@ -17,7 +17,7 @@ import asyncio
 import functools
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -43,6 +43,7 @@ from .interface import (
     ClusterEventWithHint,
     Code,
     CycleState,
+    FilterPlugin,
     NodeScore,
     Plugin,
     PluginFactory,
@@ -52,9 +53,22 @@ from .interface import (
     ScorePlugin,
     Status,
 )
-from .types import NodeInfo, PodInfo
+from .types import NodeInfo, PodInfo, Positions, position_array
 
 F = TypeVar("F", bound=Callable[..., Any])
+# How run_score_plugins runs a Score plugin: summed with the other node-local in-tree plugins without
+# normalisation and cached per equivalence class; its raw column cached per class; its score_vector; per node.
+_SUMMED, _COLUMN, _VECTOR, _PER_NODE = "summed", "column", "vector", "per-node"
+
+
+class _FilterPlan(NamedTuple):
+    """The active Filter plugins by how find_feasible runs them."""
+
+    node_local: tuple[Any, ...]  # with filter_vector, masks cached per equivalence class
+    vector: list[Any]  # with filter_vector, asked every cycle
+    per_node: list[FilterPlugin]  # no vector form
+
+
 IN_TREE_PREFIX = "pyk8s.scheduler.plugins."
 
 
@@ -204,6 +218,8 @@ class Framework:
         self.equivalence = EquivalenceCache()
         self._nominated_answers: tuple[Any, dict[str, list[PodInfo]]] = (None, {})
         self._trusted = {n for n, p in self.plugins.items() if type(p).__module__.startswith(IN_TREE_PREFIX)}
+        self._score_plans: dict[frozenset[str], list[tuple[ScorePlugin, int, str]]] = {}
+        self._filter_plans: dict[frozenset[str], _FilterPlan] = {}
 
     # -- queue-side ------------------------------------------------------------------------------------------
 
@@ -397,19 +413,30 @@ class Framework:
             return set()
         return set(getattr(nominator, "nominated_node_names", lambda: set())())
 
+    def _filter_plan(self, skipped: set[str]) -> _FilterPlan:
+        """The active Filter plugins split by how they run, kept per set of skipped plugins."""
+        key = frozenset(skipped)
+        plan = self._filter_plans.get(key)
+        if plan is None:
+            active = [p for p in self.points["filter"] if p.name not in skipped]
+            vector = [p for p in active if p.name in self._vector_filters]
+            plan = _FilterPlan(
+                tuple(p for p in vector if p.node_local),
+                [p for p in vector if not p.node_local],
+                [p for p in active if p.name not in self._vector_filters],
+            )
+            self._filter_plans[key] = plan
+        return plan
+
     def filter_mask(self, state: CycleState, pod: Pod) -> np.ndarray | None:
         """AND of the vectorized filters over the snapshot's nodes (None when no plugin has one)."""
         mask: np.ndarray | None = None
         snapshot = self.handle.snapshot
-        local = []
-        for plugin in self.points["filter"]:
-            if plugin.name in state.skip_filter_plugins or plugin.name not in self._vector_filters:
-                continue
-            if plugin.node_local:
-                local.append(plugin)
-                continue
+        plan = self._filter_plan(state.skip_filter_plugins)
+        for plugin in plan.vector:
             m = plugin.filter_vector(state, pod, snapshot)
             mask = m if mask is None else (mask & m)
+        local = plan.node_local
         if local:
             m = self.equivalence.filter_mask(state, pod, snapshot, local)
             mask = m if mask is None else (mask & m)
@@ -434,25 +461,21 @@ class Framework:
             return [], 0
         mask = self.filter_mask(state, pod)
         nominated = self.nodes_with_nominated_pods()
-        per_node = [
-            p
-            for p in self.points["filter"]
-            if p.name not in state.skip_filter_plugins and p.name not in self._vector_filters
-        ]
+        per_node = self._filter_plan(state.skip_filter_plugins).per_node
         if candidates is None and not per_node and not nominated:
             # The common case, all in numpy: the feasible positions at or after `start`, then wrapping around.
             s = start % n
             if mask is None:
                 take = min(num_to_find, n)
-                return ((np.arange(take, dtype=np.int64) + s) % n).tolist(), take
+                return Positions((np.arange(take, dtype=np.int64) + s) % n), take
             ok = np.flatnonzero(mask)
             k = int(np.searchsorted(ok, s))
             chosen = ok[k : k + num_to_find]
             if len(chosen) < num_to_find:
                 chosen = np.concatenate((chosen, ok[: min(k, num_to_find - len(chosen))]))
             if len(chosen) < num_to_find:
-                return chosen.tolist(), n
-            return chosen.tolist(), (int(chosen[-1]) - s) % n + 1
+                return Positions(chosen), n
+            return Positions(chosen), (int(chosen[-1]) - s) % n + 1
         if candidates is None:
             order = np.arange(n, dtype=np.int64)
             if start:
@@ -465,11 +488,11 @@ class Framework:
         if not per_node and not nominated:
             chosen = ok_order[:num_to_find]
             if len(chosen) < num_to_find:
-                return chosen.tolist(), n
+                return Positions(chosen), n
             # processed = how far along `order` the last chosen node sits
             last = int(chosen[-1])
             processed = int(np.nonzero(order == last)[0][0]) + 1
-            return chosen.tolist(), processed
+            return Positions(chosen), processed
         feasible: list[int] = []
         maybe = ok_order.tolist()
         if nominated and mask is not None:
@@ -596,6 +619,25 @@ class Framework:
     def active_score_plugins(self, state: CycleState) -> list[ScorePlugin]:
         return [p for p in self.points["score"] if p.name not in state.skip_score_plugins]
 
+    def _score_plan(self, skipped: set[str]) -> list[tuple[ScorePlugin, int, str]]:
+        """How each active Score plugin is run — (plugin, weight, SUMMED | COLUMN | VECTOR | PER_NODE) — kept
+        per set of skipped plugins, which repeats from pod to pod."""
+        key = frozenset(skipped)
+        plan = self._score_plans.get(key)
+        if plan is None:
+            plan = []
+            for plugin in self.points["score"]:
+                if plugin.name in skipped:
+                    continue
+                how = _PER_NODE
+                if self.vectorized and hasattr(plugin, "score_vector"):
+                    how = _COLUMN if plugin.node_local else _VECTOR
+                    if how == _COLUMN and plugin.name in self._trusted and plugin.score_extensions() is None:
+                        how = _SUMMED
+                plan.append((plugin, self.score_weights[plugin.name], how))
+            self._score_plans[key] = plan
+        return plan
+
     @_timed("Score")
     def run_score_plugins(
         self, state: CycleState, pod: Pod, positions: list[int], *, per_plugin: bool = False
@@ -604,19 +646,17 @@ class Framework:
         (0..100, unweighted) scores. Uses each plugin's score_vector/normalize_vector when it has them; the
         in-tree node-local plugins without normalisation are summed once per equivalence class and kept."""
         snapshot = self.handle.snapshot
-        idx = np.asarray(positions, dtype=np.int64)
+        idx = position_array(positions)
         total = np.zeros(len(positions), dtype=np.int64)
         scores_by_plugin: dict[str, np.ndarray] = {}
         summed: list[tuple[ScorePlugin, int]] = []
-        for plugin in self.active_score_plugins(state):
-            vector = self.vectorized and hasattr(plugin, "score_vector")
-            if vector and not per_plugin and plugin.node_local and plugin.name in self._trusted:
-                if plugin.score_extensions() is None:
-                    summed.append((plugin, self.score_weights[plugin.name]))
-                    continue
-            if vector and plugin.node_local:
+        for plugin, weight, how in self._score_plan(state.skip_score_plugins):
+            if how == _SUMMED and not per_plugin:
+                summed.append((plugin, weight))
+                continue
+            if how == _SUMMED or how == _COLUMN:
                 raw = self.equivalence.raw_scores(state, pod, snapshot, plugin)[idx]
-            elif vector:
+            elif how == _VECTOR:
                 raw = np.asarray(plugin.score_vector(state, pod, snapshot, idx), dtype=np.int64)  # type: ignore[attr-defined]
             else:
                 raw = np.fromiter(
@@ -627,7 +667,7 @@ class Framework:
             scores = self._normalize(plugin, state, pod, raw, positions)
             if per_plugin:
                 scores_by_plugin[plugin.name] = scores
-            total += scores * self.score_weights[plugin.name]
+            total += scores * weight
         if summed:
             total += self.equivalence.weighted_scores(state, pod, snapshot, summed)[idx]
         return total, scores_by_plugin

@@ -85,6 +85,7 @@ class Snapshot:
         # By position: whether the node hosts pods with (anti-)affinity terms / required anti-affinity terms.
         self._with_affinity = np.zeros(0, dtype=bool)
         self._with_required_anti = np.zeros(0, dtype=bool)
+        self._num_with_affinity = self._num_with_required_anti = 0  # how many are set: asked every cycle
         self.positions: dict[str, int] = {}
         self.columns = Columns(0)
         self.generation = 0  # the cache generation this snapshot reflects
@@ -128,6 +129,8 @@ class Snapshot:
         self._with_required_anti = np.fromiter(
             (bool(ni.pods_with_required_anti_affinity) for ni in node_infos), dtype=bool, count=len(node_infos)
         )
+        self._num_with_affinity = int(self._with_affinity.sum())
+        self._num_with_required_anti = int(self._with_required_anti.sum())
         self.nodes_changed()
 
     def replace(self, ni: NodeInfo, node_changed: bool) -> None:
@@ -140,8 +143,11 @@ class Snapshot:
             drop = len(self._changes) // 2
             self._changes_base += drop
             del self._changes[:drop]
-        self._with_affinity[i] = bool(ni.pods_with_affinity)
-        self._with_required_anti[i] = bool(ni.pods_with_required_anti_affinity)
+        with_affinity, with_anti = bool(ni.pods_with_affinity), bool(ni.pods_with_required_anti_affinity)
+        self._num_with_affinity += with_affinity - bool(self._with_affinity[i])
+        self._num_with_required_anti += with_anti - bool(self._with_required_anti[i])
+        self._with_affinity[i] = with_affinity
+        self._with_required_anti[i] = with_anti
         if node_changed:
             self.nodes_changed()
 
@@ -156,10 +162,10 @@ class Snapshot:
         return [self.node_info_list[i] for i in np.flatnonzero(self._with_required_anti).tolist()]
 
     def any_pods_with_affinity(self) -> bool:
-        return bool(self._with_affinity.any())
+        return self._num_with_affinity > 0
 
     def any_pods_with_required_anti_affinity(self) -> bool:
-        return bool(self._with_required_anti.any())
+        return self._num_with_required_anti > 0
 
     def nodes_changed(self) -> None:
         self.node_generation = next(_snapshot_generation)

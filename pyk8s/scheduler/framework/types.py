@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+import numpy as np
+
 from ...api.quantity import milli_value, parse_quantity, value
 from ...api.selectors import EVERYTHING, LabelSelector, label_selector_from_object
 from .interface import Node, Pod
@@ -485,6 +487,24 @@ class QueuedPodInfo:
 
 
 EVERYTHING_SELECTOR = EVERYTHING
+
+
+class Positions(list[int]):
+    """Node positions in the snapshot as a plain list, which also keeps the numpy array it was made from:
+    vectorized plugins index the columns with that instead of converting the list back. Not to be modified."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, array: np.ndarray) -> None:
+        super().__init__(array.tolist())
+        self.array = array
+
+
+def position_array(positions: Sequence[int]) -> np.ndarray:
+    """Positions as an int64 array (the one they came from, when they are `Positions`)."""
+    if isinstance(positions, Positions):
+        return positions.array
+    return np.asarray(positions, dtype=np.int64)
 
 
 class FeasibleNodes(Sequence[NodeInfo]):

@@ -115,6 +115,9 @@ class PodTopologySpread(
         self.vectorize = True
         self.masks = NodeMasks()
         self.pod_counts = PodCounts()
+        # Default constraints without matchLabelKeys parse the same for every pod: parsed once per action.
+        self._label_free = not any(c.get("matchLabelKeys") for c in default_constraints)
+        self._parsed_defaults: dict[str, list[Constraint]] = {}
 
     @classmethod
     def new(cls, args: dict[str, Any] | None, handle: Handle) -> PodTopologySpread:
@@ -132,7 +135,11 @@ class PodTopologySpread(
     def build_default_constraints(self, pod: Pod, action: str) -> list[Constraint]:
         """The default constraints for `action`, all with the selector of the workloads selecting the pod;
         none when nothing selects it."""
-        constraints = filter_constraints(self.default_constraints, pod_labels(pod), action, self.features)
+        constraints = self._parsed_defaults.get(action) if self._label_free else None
+        if constraints is None:
+            constraints = filter_constraints(self.default_constraints, pod_labels(pod), action, self.features)
+            if self._label_free:
+                self._parsed_defaults[action] = constraints
         if not constraints:
             return []
         selector = default_selector(pod, self.handle)

@@ -14,7 +14,7 @@ import numpy as np
 
 from ...framework.interface import MAX_NODE_SCORE, Code, CycleState, Handle, NodeScore, Pod, Status
 from ...framework.snapshot import Snapshot
-from ...framework.types import FeasibleNodes, NodeInfo
+from ...framework.types import FeasibleNodes, NodeInfo, position_array
 from ..helper import required_node_affinity_matches
 from .common import (
     HONOR,
@@ -165,7 +165,7 @@ class ScoringMixin:
         if nodes is all_nodes:
             idx = np.arange(len(all_nodes), dtype=np.int64)
         elif known is not None:
-            idx = np.asarray(known, dtype=np.int64)
+            idx = position_array(known)
         else:
             pos: list[int] = []
             for ni in nodes:
