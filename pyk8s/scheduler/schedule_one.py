@@ -14,7 +14,7 @@ import copy
 import logging
 import random
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -81,7 +81,7 @@ def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> in
 class _Search:
     """What one filter search over the nodes did: the feasible positions, and the window it went through."""
 
-    feasible: list[int]
+    feasible: Sequence[int]
     candidates: list[int] | None  # positions PreFilter narrowed the search to, or None for all nodes
     num_nodes: int
     start: int
@@ -132,16 +132,18 @@ class ScheduleAlgorithm:
             raise ScheduleError(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_NODES_AVAILABLE))
         return n
 
-    def _result_without_scoring(self, pod: Pod, n: int, feasible: list[int], diagnosis: Diagnosis) -> ScheduleResult:
+    def _result_without_scoring(
+        self, pod: Pod, n: int, feasible: Sequence[int], diagnosis: Diagnosis
+    ) -> ScheduleResult:
         if not feasible:
             raise FitError(pod, n, diagnosis)
         return ScheduleResult(self.snapshot.node_info_list[feasible[0]].name, 1 + len(diagnosis.node_to_status), 1)
 
-    def _result(self, feasible: list[int], diagnosis: Diagnosis, total: np.ndarray) -> ScheduleResult:
+    def _result(self, feasible: Sequence[int], diagnosis: Diagnosis, total: np.ndarray) -> ScheduleResult:
         host = self.select_host(feasible, total)
         return ScheduleResult(host, len(feasible) + len(diagnosis.node_to_status), len(feasible))
 
-    def find_nodes_that_fit_pod(self, fw: Framework, state: CycleState, pod: Pod) -> tuple[list[int], Diagnosis]:
+    def find_nodes_that_fit_pod(self, fw: Framework, state: CycleState, pod: Pod) -> tuple[Sequence[int], Diagnosis]:
         pre_result, diagnosis, rejected = self._pre_filter(fw, state, pod)
         if rejected:
             return [], diagnosis
@@ -152,7 +154,7 @@ class ScheduleAlgorithm:
 
     async def find_nodes_that_fit_pod_async(
         self, fw: Framework, state: CycleState, pod: Pod
-    ) -> tuple[list[int], Diagnosis]:
+    ) -> tuple[Sequence[int], Diagnosis]:
         pre_result, diagnosis, rejected = self._pre_filter(fw, state, pod)
         if rejected:
             return [], diagnosis
@@ -260,7 +262,9 @@ class ScheduleAlgorithm:
             else:
                 diagnosis.unschedulable_plugins.add(s.plugin)
 
-    async def find_nodes_that_pass_extenders(self, pod: Pod, feasible: list[int], diagnosis: Diagnosis) -> list[int]:
+    async def find_nodes_that_pass_extenders(
+        self, pod: Pod, feasible: Sequence[int], diagnosis: Diagnosis
+    ) -> Sequence[int]:
         """Each interested extender in turn narrows the feasible nodes; the nodes it fails get its reason as an
         Unschedulable or UnschedulableAndUnresolvable status (upstream: findNodesThatPassExtenders)."""
         snapshot = self.snapshot
@@ -286,13 +290,13 @@ class ScheduleAlgorithm:
             feasible = [snapshot.positions[name] for name in passed if name in snapshot.positions]
         return feasible
 
-    def prioritize_nodes(self, fw: Framework, state: CycleState, pod: Pod, feasible: list[int]) -> np.ndarray:
+    def prioritize_nodes(self, fw: Framework, state: CycleState, pod: Pod, feasible: Sequence[int]) -> np.ndarray:
         if not fw.has_score_plugins():
             return np.ones(len(feasible), dtype=np.int64)
         return self._framework_scores(fw, state, pod, feasible)
 
     async def prioritize_nodes_async(
-        self, fw: Framework, state: CycleState, pod: Pod, feasible: list[int]
+        self, fw: Framework, state: CycleState, pod: Pod, feasible: Sequence[int]
     ) -> np.ndarray:
         """prioritize_nodes plus the extenders' scores (upstream: prioritizeNodes): with extenders configured
         the framework's plugins run even when there are none (every node then starts at 0)."""
@@ -301,7 +305,7 @@ class ScheduleAlgorithm:
         total = self._framework_scores(fw, state, pod, feasible)
         return total + await self.extender_scores(pod, feasible)
 
-    def _framework_scores(self, fw: Framework, state: CycleState, pod: Pod, feasible: list[int]) -> np.ndarray:
+    def _framework_scores(self, fw: Framework, state: CycleState, pod: Pod, feasible: Sequence[int]) -> np.ndarray:
         st = fw.run_pre_score_plugins(state, pod, FeasibleNodes(self.snapshot.node_info_list, feasible))
         if st is not None:
             raise ScheduleError(st)
@@ -311,7 +315,7 @@ class ScheduleAlgorithm:
             raise ScheduleError(e.status) from None
         return total
 
-    async def extender_scores(self, pod: Pod, feasible: list[int]) -> np.ndarray:
+    async def extender_scores(self, pod: Pod, feasible: Sequence[int]) -> np.ndarray:
         """Each interested prioritizing extender's score * its weight, scaled from 0..10 to 0..100, summed per
         node; the extenders are asked concurrently and one that fails gives no score."""
         nodes = [self.snapshot.node_info_list[i] for i in feasible]
@@ -333,7 +337,7 @@ class ScheduleAlgorithm:
         # int64 sums as in Go (a wildly out-of-range extender score wraps rather than failing the cycle).
         return np.array([(a + 2**63) % 2**64 - 2**63 for a in added], dtype=np.int64)
 
-    def select_host(self, feasible: list[int], total: np.ndarray) -> str:
+    def select_host(self, feasible: Sequence[int], total: np.ndarray) -> str:
         """The highest total; among equal totals one chosen uniformly at random (upstream: selectHost)."""
         best = np.flatnonzero(total == total.max())
         pick = int(best[0]) if len(best) == 1 else int(best[self.rng.randrange(len(best))])

@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pyk8s.scheduler.cache import SchedulerCache
 from pyk8s.scheduler.framework.handle import FrameworkHandle
@@ -326,3 +328,19 @@ def test_replay_turns_a_score_exception_or_failure_into_a_score_error() -> None:
     assert e.value.status.message() == 'running Score plugins: plugin "Local" failed with: boom'
     with pytest.raises(ScoreError):
         _replayed("score", Status(U, "no"))
+
+
+@given(st.lists(st.integers(0, 10_000), max_size=30), st.integers(-40, 40), st.integers(-40, 40))
+def test_positions_read_like_the_list_they_hold(values, i, j):
+    """Feasible positions kept as a numpy array answer len, indexing (before and after being listed), slices,
+    iteration and equality as the plain list does."""
+    from pyk8s.scheduler.framework.types import Positions, position_array
+
+    fresh = Positions(np.array(values, dtype=np.int64))
+    if -len(values) <= i < len(values):
+        assert fresh[i] == values[i] and type(fresh[i]) is int
+    assert len(fresh) == len(values) and bool(fresh) == bool(values)
+    assert fresh[i:j] == values[i:j]
+    assert list(fresh) == values and fresh == values
+    assert position_array(fresh) is fresh.array
+    assert position_array(values).tolist() == values

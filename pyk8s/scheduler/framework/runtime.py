@@ -450,7 +450,7 @@ class Framework:
         candidates: list[int] | None,
         num_to_find: int,
         start: int,
-    ) -> tuple[list[int], int]:
+    ) -> tuple[Sequence[int], int]:
         """Positions of up to `num_to_find` feasible nodes, searching the snapshot from `start` round-robin
         (or only `candidates`, positions a PreFilter narrowed to). Returns (feasible positions, nodes processed).
         """
@@ -640,7 +640,7 @@ class Framework:
 
     @_timed("Score")
     def run_score_plugins(
-        self, state: CycleState, pod: Pod, positions: list[int], *, per_plugin: bool = False
+        self, state: CycleState, pod: Pod, positions: Sequence[int], *, per_plugin: bool = False
     ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """Weighted total per node in `positions` order, and with `per_plugin` each plugin's normalised
         (0..100, unweighted) scores. Uses each plugin's score_vector/normalize_vector when it has them; the
@@ -673,7 +673,7 @@ class Framework:
         return total, scores_by_plugin
 
     def _normalize(
-        self, plugin: ScorePlugin, state: CycleState, pod: Pod, raw: np.ndarray, positions: list[int]
+        self, plugin: ScorePlugin, state: CycleState, pod: Pod, raw: np.ndarray, positions: Sequence[int]
     ) -> np.ndarray:
         ext = plugin.score_extensions()
         if ext is None:

@@ -489,15 +489,38 @@ class QueuedPodInfo:
 EVERYTHING_SELECTOR = EVERYTHING
 
 
-class Positions(list[int]):
-    """Node positions in the snapshot as a plain list, which also keeps the numpy array it was made from:
-    vectorized plugins index the columns with that instead of converting the list back. Not to be modified."""
+class Positions(Sequence[int]):
+    """Node positions in the snapshot, held as the numpy array they were computed as: vectorized plugins index
+    the columns with it, and the list of Python ints is built only if something iterates (most cycles only
+    take one element)."""
 
-    __slots__ = ("array",)
+    __slots__ = ("_list", "array")
 
     def __init__(self, array: np.ndarray) -> None:
-        super().__init__(array.tolist())
         self.array = array
+        self._list: list[int] | None = None
+
+    def _as_list(self) -> list[int]:
+        if self._list is None:
+            self._list = self.array.tolist()
+        return self._list
+
+    def __len__(self) -> int:
+        return len(self.array)
+
+    def __getitem__(self, i: Any) -> Any:
+        if self._list is None and isinstance(i, int):
+            return int(self.array[i])
+        return self._as_list()[i]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._as_list())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    def __repr__(self) -> str:
+        return f"Positions({self._as_list()!r})"
 
 
 def position_array(positions: Sequence[int]) -> np.ndarray:
@@ -512,7 +535,7 @@ class FeasibleNodes(Sequence[NodeInfo]):
 
     __slots__ = ("_list", "_nodes", "_positions")
 
-    def __init__(self, nodes: list[NodeInfo], positions: list[int]) -> None:
+    def __init__(self, nodes: list[NodeInfo], positions: Sequence[int]) -> None:
         self._nodes = nodes
         self._positions = positions
         self._list: list[NodeInfo] | None = None
@@ -531,7 +554,7 @@ class FeasibleNodes(Sequence[NodeInfo]):
     def __iter__(self) -> Iterator[NodeInfo]:
         return iter(self._materialise())
 
-    def positions_in(self, nodes: list[NodeInfo]) -> list[int] | None:
+    def positions_in(self, nodes: list[NodeInfo]) -> Sequence[int] | None:
         """The positions of these NodeInfos in `nodes` when that is the list they were taken from, else None:
         vectorized PreScore plugins index the snapshot's columns with them instead of looking nodes up."""
         return self._positions if self._nodes is nodes else None
