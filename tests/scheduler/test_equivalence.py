@@ -69,6 +69,8 @@ ops = st.lists(
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ops)
+# A node rejected for its taint then losing a pod: only pods changed, and it must still be rejected.
+@example([("place", 0, 0), ("taint", 1, 0), ("place", 0, 0), ("remove", 0, 0)])
 def test_cached_decisions_equal_per_node_decisions(steps):
     cache = SchedulerCache()
     for i in range(8):

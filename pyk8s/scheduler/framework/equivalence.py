@@ -5,7 +5,8 @@ namespace — the replicas of one ReplicaSet, Job or benchmark template — get 
 For such plugins the cache keeps, per class, the filter mask and the raw scores over every node of the snapshot.
 The next pod of the class does not recompute them: it replays the snapshot's change log and reruns the plugins'
 per-node forms only on the nodes whose NodeInfo changed since (usually the one node the previous pod was assumed
-on). A rebuilt node list invalidates everything. The per-node forms are the specification and the vectorized
+on). When only pods changed since (no Node object did), plugins that read the Node object alone keep their
+verdicts: a node that passed is re-judged by the others only. A rebuilt node list invalidates everything. The per-node forms are the specification and the vectorized
 forms are proven equal to them, so a cached column equals a freshly computed one.
 
 The same classes also memoise per-node verdicts that have no vectorized form (`memo`): a rejected node's filter
@@ -129,11 +130,12 @@ def equivalence_key(state: CycleState, pod: Pod) -> bytes:
 
 
 class _Column:
-    __slots__ = ("epoch", "seq", "values")
+    __slots__ = ("epoch", "node_generation", "seq", "values")
 
-    def __init__(self, epoch: int, seq: int, values: np.ndarray) -> None:
+    def __init__(self, epoch: int, seq: int, node_generation: int, values: np.ndarray) -> None:
         self.epoch = epoch
         self.seq = seq
+        self.node_generation = node_generation  # the snapshot's, when the column was last brought up to date
         self.values = values
 
 
@@ -150,23 +152,31 @@ class EquivalenceCache:
         compute: Callable[[], np.ndarray],
         one: Callable[[int], Any],
         replay_limit: int = REPLAY_LIMIT,
+        pods_changed: Callable[[int, Any], Any] | None = None,
     ) -> np.ndarray:
         """The column under `key` brought up to date: `compute()` builds it over all nodes, `one(i)` gives the
-        value at position i (the per-node form). Callers must not modify the returned array."""
+        value at position i (the per-node form). When no Node object has changed since the last update, only
+        pods did, and `pods_changed(i, old)` gives the value at i from the old one instead (None: `one(i)`).
+        Callers must not modify the returned array."""
         col = self._columns.get(key)
         if col is not None:
             changed = snapshot.changed_since(col.epoch, col.seq)
             if changed is not None and len(changed) <= replay_limit:
                 values = col.values
-                for i in changed:
-                    values[i] = one(i)
+                if pods_changed is not None and col.node_generation == snapshot.node_generation:
+                    for i in changed:
+                        values[i] = pods_changed(i, values[i])
+                else:
+                    for i in changed:
+                        values[i] = one(i)
                 col.seq = snapshot.change_seq
+                col.node_generation = snapshot.node_generation
                 self._columns.move_to_end(key)
                 self.hits += 1
                 return values
         self.misses += 1
         values = np.array(compute())  # a private copy: plugins may return memoised arrays
-        self._columns[key] = _Column(snapshot.epoch, snapshot.change_seq, values)
+        self._columns[key] = _Column(snapshot.epoch, snapshot.change_seq, snapshot.node_generation, values)
         self._columns.move_to_end(key)
         while len(self._columns) > CAPACITY:
             self._columns.popitem(last=False)
@@ -193,9 +203,9 @@ class EquivalenceCache:
                 mask = mask & p.filter_vector(state, pod, snapshot)
             return mask
 
-        def one(i: int) -> bool:
+        def passes(i: int, which: Sequence[Any]) -> bool:
             ni = nodes[i]
-            for p in plugins:
+            for p in which:
                 st = run_filter(p, state, pod, ni)
                 if st is None:
                     continue
@@ -204,9 +214,18 @@ class EquivalenceCache:
                 return False
             return True
 
+        def one(i: int) -> bool:
+            return passes(i, plugins)
+
+        # A node that passed and only had pods come or go still passes the plugins that read the Node alone.
+        pod_readers = [p for p in plugins if not p.node_object_only]
+
+        def pods_changed(i: int, passed: bool) -> bool:
+            return passes(i, pod_readers) if passed else passes(i, plugins)
+
         # The plugin objects themselves name the column: hashing them is cheaper than collecting their names.
         key = ("filter", equivalence_key(state, pod), tuple(plugins))
-        return self.column(key, snapshot, compute, one)
+        return self.column(key, snapshot, compute, one, pods_changed=pods_changed)
 
     def raw_scores(self, state: CycleState, pod: Pod, snapshot: Snapshot, plugin: Any) -> np.ndarray:
         """A node-local plugin's raw scores over all nodes, for the pod's class."""
@@ -221,7 +240,8 @@ class EquivalenceCache:
             return run_score(plugin, state, pod, nodes[i])
 
         key = ("score", equivalence_key(state, pod), plugin)
-        return self.column(key, snapshot, compute, one)
+        keep = (lambda i, old: old) if plugin.node_object_only else None
+        return self.column(key, snapshot, compute, one, pods_changed=keep)
 
     def weighted_scores(
         self, state: CycleState, pod: Pod, snapshot: Snapshot, plugins: Sequence[tuple[Any, int]]

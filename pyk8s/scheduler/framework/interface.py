@@ -306,6 +306,9 @@ class Plugin:
     # True when the plugin's Filter and raw Score on a node depend only on the pod and that node's NodeInfo (and
     # on PreFilter/PreScore state computed from the pod alone): pods of one equivalence class then share them.
     node_local: ClassVar[bool] = False
+    # True when, further, they read only the Node object, not the pods on the node: a node whose pods changed
+    # keeps its verdict and score for the class (TaintToleration, NodeAffinity, NodeName, NodeUnschedulable).
+    node_object_only: ClassVar[bool] = False
 
 
 class PreEnqueuePlugin(Plugin):

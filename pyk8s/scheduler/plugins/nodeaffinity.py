@@ -423,6 +423,7 @@ class _Parsed:
 class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, ScoreExtensions, EnqueueExtensions):
     name: ClassVar[str] = "NodeAffinity"
     node_local: ClassVar[bool] = True  # verdicts shared by pods of one equivalence class
+    node_object_only: ClassVar[bool] = True  # pods coming and going leave its verdicts alone
 
     def __init__(self, args: dict[str, Any] | None = None, enable_queueing_hints: bool = True) -> None:
         self.enable_queueing_hints = enable_queueing_hints

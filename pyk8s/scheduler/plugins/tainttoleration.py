@@ -103,6 +103,7 @@ class _PreScoreState:
 class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin, ScoreExtensions, EnqueueExtensions):
     name: ClassVar[str] = "TaintToleration"
     node_local: ClassVar[bool] = True  # verdicts shared by pods of one equivalence class
+    node_object_only: ClassVar[bool] = True  # pods coming and going leave its verdicts alone
 
     def __init__(self, enable_queueing_hints: bool = True) -> None:
         self.enable_queueing_hints = enable_queueing_hints
