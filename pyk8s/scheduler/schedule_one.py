@@ -339,7 +339,7 @@ class ScheduleAlgorithm:
 
     def select_host(self, feasible: Sequence[int], total: np.ndarray) -> str:
         """The highest total; among equal totals one chosen uniformly at random (upstream: selectHost)."""
-        best = np.flatnonzero(total == total.max())
+        best = (total == total.max()).nonzero()[0]
         pick = int(best[0]) if len(best) == 1 else int(best[self.rng.randrange(len(best))])
         return self.snapshot.node_info_list[feasible[pick]].name
 

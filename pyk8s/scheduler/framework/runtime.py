@@ -468,8 +468,8 @@ class Framework:
             if mask is None:
                 take = min(num_to_find, n)
                 return Positions((np.arange(take, dtype=np.int64) + s) % n), take
-            ok = np.flatnonzero(mask)
-            k = int(np.searchsorted(ok, s))
+            ok = mask.nonzero()[0]  # the methods, not np.flatnonzero/np.searchsorted: no wrapper layers per cycle
+            k = int(ok.searchsorted(s))
             chosen = ok[k : k + num_to_find]
             if len(chosen) < num_to_find:
                 chosen = np.concatenate((chosen, ok[: min(k, num_to_find - len(chosen))]))
@@ -647,12 +647,15 @@ class Framework:
         in-tree node-local plugins without normalisation are summed once per equivalence class and kept."""
         snapshot = self.handle.snapshot
         idx = position_array(positions)
-        total = np.zeros(len(positions), dtype=np.int64)
         scores_by_plugin: dict[str, np.ndarray] = {}
-        summed: list[tuple[ScorePlugin, int]] = []
-        for plugin, weight, how in self._score_plan(state.skip_score_plugins):
+        plan = self._score_plan(state.skip_score_plugins)
+        summed = [(plugin, weight) for plugin, weight, how in plan if how == _SUMMED] if not per_plugin else []
+        if summed:
+            total = self.equivalence.weighted_scores(state, pod, snapshot, summed)[idx]
+        else:
+            total = np.zeros(len(positions), dtype=np.int64)
+        for plugin, weight, how in plan:
             if how == _SUMMED and not per_plugin:
-                summed.append((plugin, weight))
                 continue
             if how == _SUMMED or how == _COLUMN:
                 raw = self.equivalence.raw_scores(state, pod, snapshot, plugin)[idx]
@@ -668,8 +671,6 @@ class Framework:
             if per_plugin:
                 scores_by_plugin[plugin.name] = scores
             total += scores * weight
-        if summed:
-            total += self.equivalence.weighted_scores(state, pod, snapshot, summed)[idx]
         return total, scores_by_plugin
 
     def _normalize(
