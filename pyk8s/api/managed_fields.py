@@ -65,8 +65,48 @@ def leaves(value: Any, node: Node | None, path: Path = ()) -> dict[Path, Any]:
 
 def fieldset(value: Any, node: Node | None, path: Path = ()) -> dict[str, Any]:
     """The FieldsV1 of every leaf of `value`, built in one pass: what `_nest(set(leaves(value, node)))`
-    gives, without the intermediate paths (a create records exactly this, and creates are hot)."""
-    return _fieldset(value, node, path) or {}
+    gives, without the intermediate paths (a create records exactly this, and creates are hot).
+
+    For a whole object, the field sets of its top-level sections other than metadata (spec, …) are memoised
+    by their content: the replicas of a workload, created by the thousand, repeat the same spec."""
+    if path or node is None or not isinstance(value, dict) or not value or (node.open_ended and not node.is_object):
+        return _fieldset(value, node, path) or {}
+    out: dict[str, Any] = {}
+    for k in sorted(value):
+        if k in ("apiVersion", "kind"):
+            continue
+        key = f"f:{k}"
+        child = node.child(k)
+        v = value[k]
+        if k != "metadata" and child is not None and isinstance(v, dict):
+            sub = _section_fieldset(v, child, key)
+        else:
+            sub = _fieldset(v, child, (key,))
+        if sub is not None:
+            out[key] = sub
+    return out
+
+
+_SECTIONS: dict[tuple[int, str, bytes], bytes] = {}  # (schema node, field, content) -> its field set, as JSON
+_SECTIONS_LIMIT = 2048
+
+
+def _section_fieldset(value: dict[str, Any], node: Node, key: str) -> dict[str, Any] | None:
+    try:
+        content = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # not plain JSON (an integer beyond 64 bits): computed, not memoised
+        return _fieldset(value, node, (key,))
+    # Schema nodes of named fields live as long as the process, so their ids are stable.
+    memo_key = (id(node), key, content)
+    got = _SECTIONS.get(memo_key)
+    if got is not None:
+        result: dict[str, Any] | None = orjson.loads(got)  # a fresh copy: callers may change what they get
+        return result
+    fs = _fieldset(value, node, (key,))
+    if len(_SECTIONS) >= _SECTIONS_LIMIT:
+        _SECTIONS.clear()
+    _SECTIONS[memo_key] = orjson.dumps(fs)
+    return fs
 
 
 def _fieldset(value: Any, node: Node | None, path: Path) -> dict[str, Any] | None:

@@ -139,7 +139,9 @@ class Node:
         return self.prop.get("x-kubernetes-map-type") or self.schema.get("x-kubernetes-map-type") or ""
 
 
+@functools.cache
 def kind_node(group: str, version: str, kind: str) -> Node | None:
+    # Cached: each call would otherwise make a new root entry, and Node.of keeps every entry it is given.
     name = definition_name(group, version, kind)
     return Node.of({"$ref": _REF_PREFIX + name}) if name else None
 

@@ -83,3 +83,21 @@ def test_one_pass_fieldset_equals_nested_leaves(group, version, kind, obj):
     assert one_pass == _nest(set(leaves(obj, node)))
     # The same key order too: FieldsV1 is compared as bytes by some clients.
     assert orjson.dumps(one_pass) == orjson.dumps(_nest(set(leaves(obj, node))))
+
+
+def test_memoised_sections_give_the_same_field_sets_and_are_not_shared():
+    from pyk8s.api import schema
+    from pyk8s.api.managed_fields import _nest, fieldset, leaves
+
+    pod_node = schema.kind_node("", "v1", "Pod")
+    assert schema.kind_node("", "v1", "Pod") is pod_node  # one root node per kind, not one per call
+    for image in ("nginx", "redis", "nginx"):  # the third spec repeats the first: answered from the memo
+        pod = {
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"p-{image}", "labels": {"app": image}},
+            "spec": {"containers": [{"name": "c", "image": image, "ports": [{"containerPort": 80}]}]},
+        }  # fmt: skip
+        got = fieldset(pod, pod_node)
+        assert got == _nest(set(leaves(pod, pod_node)))
+        got["f:spec"]["f:containers"].clear()  # what a caller does with its copy stays with it
+    assert fieldset(pod, pod_node)["f:spec"]["f:containers"]

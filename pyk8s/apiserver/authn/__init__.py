@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hmac
 import ssl
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -109,10 +110,21 @@ class Union:
         return ANONYMOUS_USER if self.anonymous else None
 
 
+# A connection's client certificate, kept for its life: getpeercert decodes it anew each time (a few % of the
+# API server's time under load), and a TLS connection's peer does not change (renegotiation is refused).
+_PEER_CERTIFICATES: weakref.WeakKeyDictionary[ssl.SSLObject, dict[str, Any] | None] = weakref.WeakKeyDictionary()
+
+
 def peer_certificate_of(ssl_object: ssl.SSLObject | None) -> dict[str, Any] | None:
     if ssl_object is None:
         return None
     try:
-        return ssl_object.getpeercert()  # type: ignore[return-value]
+        return _PEER_CERTIFICATES[ssl_object]
+    except KeyError:
+        pass
+    try:
+        cert: dict[str, Any] | None = ssl_object.getpeercert()  # type: ignore[assignment]
     except (ValueError, ssl.SSLError):
-        return None
+        return None  # the handshake is not done: not remembered
+    _PEER_CERTIFICATES[ssl_object] = cert
+    return cert
