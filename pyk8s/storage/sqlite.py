@@ -13,7 +13,8 @@ thread hop. Writes are queued and applied in group commits (one transaction per 
 write that arrived meanwhile), so concurrent writers share a commit. The process that owns the loop is the
 only writer; an exclusive lock file keeps a second process out, so the store knows every revision as it
 commits and serves watches straight from the write path. A watcher that falls behind or starts in the past
-reads the log until it has caught up, then switches to live events (`sqlite_watch`).
+reads the log until it has caught up, then switches to live events (`sqlite_watch`). Only WAL checkpoints
+run elsewhere, on a thread of their own (`sqlite_checkpoint`).
 
 Durability: `synchronous=NORMAL` (default) survives a crash or `kill -9` of the process; `FULL` also
 survives power loss, at the cost of an fsync per commit. Choose with `sqlite:///dir?synchronous=FULL`.
@@ -31,6 +32,7 @@ from typing import Literal
 
 from .errors import GoneError, StorageUnavailableError, StoreLockedError, TooLargeResourceVersionError
 from .interface import ADDED, DELETED, MODIFIED, KeyValue, RangeResult, TxnResult, WatchEvent
+from .sqlite_checkpoint import Checkpointer
 from .sqlite_watch import SqliteWatch
 
 log = logging.getLogger(__name__)
@@ -109,6 +111,7 @@ class SqliteKV:
         self._pending: list[_Op] = []
         self._flush_scheduled = False
         self._watchers: set[SqliteWatch] = set()
+        self._checkpointer: Checkpointer | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------------
 
@@ -123,6 +126,7 @@ class SqliteKV:
             db.execute(f"PRAGMA synchronous={self.synchronous}")
             db.execute("PRAGMA temp_store=MEMORY")
             db.execute("PRAGMA cache_size=-65536")
+            db.execute("PRAGMA wal_autocheckpoint=0")  # the Checkpointer's thread does it (sqlite_checkpoint)
             db.executescript(_SCHEMA)
             row = db.execute("SELECT value FROM meta WHERE name='compacted'").fetchone()
             self._compacted = row[0] if row else 0
@@ -133,6 +137,7 @@ class SqliteKV:
             self._unlock()
             raise StorageUnavailableError(f"cannot open SQLite store {self.path}: {e}") from None
         self._db = db
+        self._checkpointer = Checkpointer(self.path)
 
     def _lock(self) -> None:
         lock_path = self.path.with_name(self.path.name + ".lock")
@@ -162,7 +167,10 @@ class SqliteKV:
             self._flush()  # commit what was accepted before closing
         for w in list(self._watchers):
             await w.stop()
-        self._db.close()
+        if self._checkpointer is not None:
+            self._checkpointer.stop()
+            self._checkpointer = None
+        self._db.close()  # the last connection: SQLite checkpoints what is left and removes the log
         self._db = None
         self._unlock()
 
@@ -392,6 +400,8 @@ class SqliteKV:
                 db.rollback()
             raise
         self._rev = rev
+        if committed and self._checkpointer is not None:
+            self._checkpointer.wrote(len(committed))
         for op, res in zip(batch, results, strict=True):
             if not op.future.done():
                 op.future.set_result(res)

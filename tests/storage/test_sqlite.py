@@ -235,3 +235,24 @@ async def test_a_full_disk_fails_the_write_and_loses_nothing(tmp_path):
             ("/registry/configmaps/a/after", rev + 2),
         ]
         await watch.stop()
+
+
+async def test_the_write_ahead_log_is_checkpointed_into_the_database_while_writes_go_on(tmp_path):
+    """Checkpoints run on their own thread (not inside commits on the loop): the database file takes in what
+    was written while the store stays open, and everything reads back."""
+    big = "x" * 4000
+    async with Store(SqliteKV(tmp_path), compaction_interval=0) as store:
+        db_file = store.kv.path  # type: ignore[attr-defined]
+        before = db_file.stat().st_size
+        for batch in range(4):
+            await asyncio.gather(
+                *(store.create(f"/registry/configmaps/a/c{batch}-{i}", {"data": {"v": big}}) for i in range(200))
+            )
+        for _ in range(100):
+            if db_file.stat().st_size > before + 2_000_000:
+                break
+            await asyncio.sleep(0.1)
+        assert db_file.stat().st_size > before + 2_000_000, "nothing was checkpointed into the database file"
+        assert await store.count("/registry/configmaps/") == 800
+    async with Store(SqliteKV(tmp_path), compaction_interval=0) as store:
+        assert await store.count("/registry/configmaps/") == 800
