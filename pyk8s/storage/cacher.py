@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import codec
 from .codec import Object
 from .errors import GoneError, TooLargeResourceVersionError
 from .interface import ADDED, BOOKMARK, DELETED, MODIFIED, Storage, Watch, WatchEvent
@@ -50,15 +51,60 @@ class Predicate:
 EVERYTHING = Predicate()
 
 
-@dataclass
 class Entry:
-    """One cached object with its revision and the labels and fields predicates look at."""
+    """One cached object with its revision and the labels and fields predicates look at.
 
-    key: str
-    obj: Object
-    revision: int
-    labels: Mapping[str, str]
-    fields: Mapping[str, str]
+    An entry made from a storage event keeps the event and decodes the object (and works out its labels and
+    fields) only when something reads it: objects nobody watches or reads — the Events a busy cluster writes
+    by the thousand — are never decoded, and wait as the bytes storage sent."""
+
+    __slots__ = ("_attrs", "_data", "_fields", "_labels", "_obj", "key", "revision")
+
+    def __init__(
+        self, key: str, obj: Object | None, revision: int, labels: Mapping[str, str], fields: Mapping[str, str]
+    ) -> None:
+        self.key = key
+        self.revision = revision
+        self._obj = obj
+        self._labels = labels
+        self._fields = fields
+        self._data: bytes | None = None
+        self._attrs: Attrs | None = None
+
+    @classmethod
+    def deferred(cls, event: WatchEvent, attrs: Attrs) -> Entry:
+        """The entry for the object a storage event carries (for DELETED, its last state), not decoded yet."""
+        entry = cls(event.key, None, event.revision, {}, {})
+        entry._data = event.prev_value if event.type == DELETED else event.value
+        entry._attrs = attrs
+        return entry
+
+    def _materialise(self) -> Object:
+        if self._obj is None:
+            assert self._data is not None and self._attrs is not None
+            obj = codec.decode(self._data, self.revision, key=self.key)
+            self._labels, self._fields = self._attrs(obj)
+            self._obj, self._data = obj, None
+        return self._obj
+
+    @property
+    def obj(self) -> Object:
+        return self._obj if self._obj is not None else self._materialise()
+
+    @property
+    def labels(self) -> Mapping[str, str]:
+        if self._obj is None:
+            self._materialise()
+        return self._labels
+
+    @property
+    def fields(self) -> Mapping[str, str]:
+        if self._obj is None:
+            self._materialise()
+        return self._fields
+
+    def __repr__(self) -> str:
+        return f"Entry({self.key!r}, revision={self.revision})"
 
 
 @dataclass
@@ -305,7 +351,7 @@ class Cacher:
             return
         key = ev.key
         prev = self._entries.get(key)
-        entry = self._entry(key, ev.object, ev.revision)
+        entry = Entry.deferred(ev, self.attrs)
         if ev.type == DELETED:
             self._entries.pop(key, None)
             if self._sorted_keys is not None and prev is not None:
@@ -324,10 +370,6 @@ class Cacher:
         for w in list(self._watchers):
             w.offer(event)
         self._signal()
-
-    def _entry(self, key: str, obj: Object, revision: int) -> Entry:
-        labels, fields = self.attrs(obj)
-        return Entry(key, obj, revision, labels, fields)
 
     def _record(self, event: CacheEvent) -> None:
         now = time.monotonic()
