@@ -67,8 +67,8 @@ def fieldset(value: Any, node: Node | None, path: Path = ()) -> dict[str, Any]:
     """The FieldsV1 of every leaf of `value`, built in one pass: what `_nest(set(leaves(value, node)))`
     gives, without the intermediate paths (a create records exactly this, and creates are hot).
 
-    For a whole object, the field sets of its top-level sections other than metadata (spec, …) are memoised
-    by their content: the replicas of a workload, created by the thousand, repeat the same spec."""
+    For a whole object, the field sets of its spec and status are memoised by their content: the replicas of
+    a workload, created by the thousand, repeat the same spec."""
     if path or node is None or not isinstance(value, dict) or not value or (node.open_ended and not node.is_object):
         return _fieldset(value, node, path) or {}
     out: dict[str, Any] = {}
@@ -78,7 +78,7 @@ def fieldset(value: Any, node: Node | None, path: Path = ()) -> dict[str, Any]:
         key = f"f:{k}"
         child = node.child(k)
         v = value[k]
-        if k != "metadata" and child is not None and isinstance(v, dict):
+        if k in _MEMOISED_SECTIONS and child is not None and isinstance(v, dict):
             sub = _section_fieldset(v, child, key)
         else:
             sub = _fieldset(v, child, (key,))
@@ -87,6 +87,8 @@ def fieldset(value: Any, node: Node | None, path: Path = ()) -> dict[str, Any]:
     return out
 
 
+# Where workloads repeat themselves; other sections (an Event's `regarding`) differ from object to object.
+_MEMOISED_SECTIONS = frozenset({"spec", "status"})
 _SECTIONS: dict[tuple[int, str, bytes], bytes] = {}  # (schema node, field, content) -> its field set, as JSON
 _SECTIONS_LIMIT = 2048
 

@@ -56,11 +56,12 @@ class Node:
     """A place in the schema: the property entry that led here (which carries the patch extensions) and
     the schema it resolves to."""
 
-    __slots__ = ("is_array", "is_object", "open_ended", "prop", "schema")
+    __slots__ = ("_children", "is_array", "is_object", "open_ended", "prop", "schema")
 
     def __init__(self, prop: dict[str, Any], schema: dict[str, Any]) -> None:
         self.prop = prop
         self.schema = schema
+        self._children: dict[str, Node | None] = {}  # child() answers, kept: every write walks the schema
         types = _types(schema)
         self.is_object = "properties" in schema or "object" in types
         self.is_array = "array" in types
@@ -100,13 +101,22 @@ class Node:
         return _types(self.schema)
 
     def child(self, name: str) -> Node | None:
+        """The node of field `name`: a declared property, else the additionalProperties schema, else None."""
+        try:
+            return self._children[name]
+        except KeyError:
+            pass
         props = self.schema.get("properties")
-        if props and name in props:
-            return Node.of(props[name])
         extra = self.schema.get("additionalProperties")
-        if isinstance(extra, dict):
-            return Node.of(extra)
-        return None
+        if props and name in props:
+            node: Node | None = Node.of(props[name])
+        elif isinstance(extra, dict):
+            node = Node.of(extra)
+        else:
+            node = None
+        if (props and name in props) or len(self._children) < 1024:  # free-form maps: names are unbounded
+            self._children[name] = node
+        return node
 
     def items(self) -> Node | None:
         items = self.schema.get("items")
@@ -150,21 +160,24 @@ def unknown_fields(obj: Any, node: Node | None, path: str = "") -> list[str]:
     """Paths of fields in `obj` the schema does not know, as upstream words them (`spec.foo`,
     `spec.containers[0].bar`). A field whose schema is open-ended is not looked into."""
     out: list[str] = []
+    _unknown_fields(obj, node, path, out)
+    return out
+
+
+def _unknown_fields(obj: Any, node: Node | None, path: str, out: list[str]) -> None:
     if node is None or node.open_ended:
-        return out
+        return
     if isinstance(obj, dict) and node.is_object:
-        props = node.schema.get("properties")
-        extra = node.schema.get("additionalProperties")
+        closed = node.schema.get("properties") is not None and node.schema.get("additionalProperties") is not True
         for k, v in obj.items():
-            sub = f"{path}.{k}" if path else k
-            if props is not None and k in props:
-                out.extend(unknown_fields(v, Node.of(props[k]), sub))
-            elif isinstance(extra, dict):
-                out.extend(unknown_fields(v, Node.of(extra), sub))
-            elif props is not None and extra is not True:
-                out.append(sub)
+            child = node.child(k)
+            if child is None:
+                if closed:
+                    out.append(f"{path}.{k}" if path else k)
+            elif isinstance(v, dict | list):  # below a scalar there is nothing to be unknown
+                _unknown_fields(v, child, f"{path}.{k}" if path else k, out)
     elif isinstance(obj, list) and node.is_array:
         items = node.items()
         for i, v in enumerate(obj):
-            out.extend(unknown_fields(v, items, f"{path}[{i}]"))
-    return out
+            if isinstance(v, dict | list):
+                _unknown_fields(v, items, f"{path}[{i}]", out)
