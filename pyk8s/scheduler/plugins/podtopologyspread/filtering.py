@@ -27,7 +27,7 @@ from .common import (
     pod_labels,
     pod_namespace,
 )
-from .vectors import NodeMasks, PodCounts, domain_sums, has_keys, topology, value_array, value_rank
+from .vectors import NodeMasks, PodCounts, has_keys, topology, value_array, value_rank
 
 PRE_FILTER_STATE_KEY = "PreFilterPodTopologySpread"
 ERR_REASON_CONSTRAINTS_NOT_MATCH = "node(s) didn't match pod topology spread constraints"
@@ -204,8 +204,7 @@ class FilteringMixin:
             if inclusion and c.node_taints_policy == HONOR and taints is not None:
                 include = include & taints
             codes, values = topology(snap, c.topology_key)
-            counts = self.pod_counts.counts(snap, ns, c.selector)
-            present, sums = domain_sums(codes, counts, include, len(values))
+            present, sums = self.pod_counts.domain_sums(snap, ns, c.selector, codes, include, len(values))
             domains = np.flatnonzero(present)
             tp.append(
                 dict(zip(value_array(snap, c.topology_key)[domains].tolist(), sums[domains].tolist(), strict=True))

@@ -27,7 +27,7 @@ from .common import (
     node_labels,
     pod_namespace,
 )
-from .vectors import NodeMasks, PodCounts, domain_sums, go_round, has_keys, topology, topology_or_empty
+from .vectors import NodeMasks, PodCounts, go_round, has_keys, topology, topology_or_empty
 
 PRE_SCORE_STATE_KEY = "PreScorePodTopologySpread"
 INVALID_SCORE = -1
@@ -203,9 +203,12 @@ class ScoringMixin:
                 include = include & affinity
             if inclusion and c.node_taints_policy == HONOR and taints is not None:
                 include = include & taints
-            include = include & (codes >= 0) & present[np.maximum(codes, 0)]
-            counts = self.pod_counts.counts(snap, ns, c.selector)
-            _, sums = domain_sums(codes, counts, include, len(values))
+            if not present.all():
+                # Included nodes always have a domain (every key is required of them, or a missing label reads
+                # as ""): with every domain holding a candidate nothing is left out, and the mask stays the same
+                # object, whose sums the pod counts keep up to date.
+                include = include & (codes >= 0) & present[np.maximum(codes, 0)]
+            _, sums = self.pod_counts.domain_sums(snap, ns, c.selector, codes, include, len(values))
             domains = np.flatnonzero(present).tolist()
             tp.append(dict(zip([values[j] for j in domains], sums[domains].tolist(), strict=True)))
         weights = self._weights(constraints, tp, len(nodes) - len(ignored))
