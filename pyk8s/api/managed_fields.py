@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from .content_memo import ContentMemo
 from .meta import Object, rfc3339
 from .schema import Node
 
@@ -89,26 +90,14 @@ def fieldset(value: Any, node: Node | None, path: Path = ()) -> dict[str, Any]:
 
 # Where workloads repeat themselves; other sections (an Event's `regarding`) differ from object to object.
 _MEMOISED_SECTIONS = frozenset({"spec", "status"})
-_SECTIONS: dict[tuple[int, str, bytes], bytes] = {}  # (schema node, field, content) -> its field set, as JSON
-_SECTIONS_LIMIT = 2048
+_SECTIONS = ContentMemo()  # field sets as JSON: each hit is answered with a fresh copy
 
 
 def _section_fieldset(value: dict[str, Any], node: Node, key: str) -> dict[str, Any] | None:
-    try:
-        content = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-    except TypeError:  # not plain JSON (an integer beyond 64 bits): computed, not memoised
-        return _fieldset(value, node, (key,))
     # Schema nodes of named fields live as long as the process, so their ids are stable.
-    memo_key = (id(node), key, content)
-    got = _SECTIONS.get(memo_key)
-    if got is not None:
-        result: dict[str, Any] | None = orjson.loads(got)  # a fresh copy: callers may change what they get
-        return result
-    fs = _fieldset(value, node, (key,))
-    if len(_SECTIONS) >= _SECTIONS_LIMIT:
-        _SECTIONS.clear()
-    _SECTIONS[memo_key] = orjson.dumps(fs)
-    return fs
+    data = _SECTIONS.get(value, lambda: orjson.dumps(_fieldset(value, node, (key,))), extra=(id(node), key))
+    result: dict[str, Any] | None = orjson.loads(data)
+    return result
 
 
 def _fieldset(value: Any, node: Node | None, path: Path) -> dict[str, Any] | None:

@@ -15,6 +15,8 @@ from typing import Any
 
 import orjson
 
+from .content_memo import ContentMemo
+
 KUBERNETES_VERSION = "v1.32.0"
 _REF_PREFIX = "#/$defs/"
 
@@ -158,13 +160,29 @@ def kind_node(group: str, version: str, kind: str) -> Node | None:
 
 def unknown_fields(obj: Any, node: Node | None, path: str = "") -> list[str]:
     """Paths of fields in `obj` the schema does not know, as upstream words them (`spec.foo`,
-    `spec.containers[0].bar`). A field whose schema is open-ended is not looked into."""
+    `spec.containers[0].bar`), in the order they come. A field whose schema is open-ended is not looked into.
+    For a whole object, the answer for its spec is worked out once per distinct spec (replicas repeat theirs)."""
     out: list[str] = []
-    _unknown_fields(obj, node, path, out)
+    if path or node is None or not isinstance(obj, dict) or not isinstance(obj.get("spec"), dict):
+        _unknown_fields(obj, node, path, out)
+        return out
+    _unknown_fields(obj, node, path, out, memo_spec=True)
     return out
 
 
-def _unknown_fields(obj: Any, node: Node | None, path: str, out: list[str]) -> None:
+def _spec_unknown_fields(spec: dict[str, Any], node: Node) -> tuple[str, ...]:
+    def compute() -> tuple[str, ...]:
+        found: list[str] = []
+        _unknown_fields(spec, node, "spec", found)
+        return tuple(found)
+
+    return _SPEC_UNKNOWN.get(spec, compute, extra=id(node))
+
+
+_SPEC_UNKNOWN = ContentMemo()  # unknown paths under `spec`, by schema node and spec content
+
+
+def _unknown_fields(obj: Any, node: Node | None, path: str, out: list[str], memo_spec: bool = False) -> None:
     if node is None or node.open_ended:
         return
     if isinstance(obj, dict) and node.is_object:
@@ -174,6 +192,8 @@ def _unknown_fields(obj: Any, node: Node | None, path: str, out: list[str]) -> N
             if child is None:
                 if closed:
                     out.append(f"{path}.{k}" if path else k)
+            elif memo_spec and k == "spec" and isinstance(v, dict):
+                out.extend(_spec_unknown_fields(v, child))
             elif isinstance(v, dict | list):  # below a scalar there is nothing to be unknown
                 _unknown_fields(v, child, f"{path}.{k}" if path else k, out)
     elif isinstance(obj, list) and node.is_array:

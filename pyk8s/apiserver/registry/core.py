@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 from ...api import errors as e
 from ...api import validation as v
+from ...api.content_memo import ContentMemo
 from ...api.errors import FieldError
 from ...api.meta import Object, json_copy
 from . import register
@@ -177,9 +178,18 @@ def _port_name_errors(name: str) -> list[str]:
     return errs
 
 
+_SPEC_ERRORS = ContentMemo()  # validation errors (a tuple) by spec content and path
+_QOS = ContentMemo()  # QoS class by spec content
+
+
 def validate_pod_spec(spec: Any, path: str) -> list[FieldError]:
+    """A pod spec's errors, worked out once per distinct spec (replicas repeat theirs)."""
     if not isinstance(spec, dict):
         return [e.required(path, "")]
+    return list(_SPEC_ERRORS.get(spec, lambda: tuple(_validate_pod_spec(spec, path)), extra=path))
+
+
+def _validate_pod_spec(spec: dict[str, Any], path: str) -> list[FieldError]:
     errs: list[FieldError] = []
     names: set[str] = set()
     containers = spec.get("containers")
@@ -269,6 +279,10 @@ _POD_MUTABLE_HINT = (
 
 def qos_class(spec: Object) -> str:
     """BestEffort, Burstable or Guaranteed (upstream: pkg/apis/core/helper/qos)."""
+    return _QOS.get(spec, lambda: _qos_class(spec))
+
+
+def _qos_class(spec: Object) -> str:
     from ...api.quantity import QuantityError, parse_quantity
 
     requests: dict[str, Any] = {}
