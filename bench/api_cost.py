@@ -1,0 +1,138 @@
+"""What one scheduled pod costs the API server: its server CPU time per operation for the three writes a pod makes
+on its way to a node (the pod's create, the scheduler's binding, the scheduler's Scheduled event) and a GET from
+the watch cache, each beside `GET /version` measured in the same run — the HTTP, TLS and filter-chain floor every
+request pays — as a ratio.
+
+The API server runs in its own process (`pyk8s apiserver`, SQLite in a temporary directory); one pod watcher is
+open throughout, as the scheduler's informer would be; 48 concurrent clients send each operation N times. CPU
+time is the server process's user+system time from /proc, so the client's own cost is not counted.
+
+Run: python bench/api_cost.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.table import Table
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from scheduler_perf import BindCounter, node_template, pod_default
+
+from pyk8s.client.kubeconfig import load_kubeconfig
+from pyk8s.client.rest import RESTClient
+from pyk8s.testing.cluster import APIServerProcess
+
+console = Console()
+CONCURRENCY = 48
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def scheduled_event(i: int) -> dict[str, object]:
+    return {
+        "apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"generateName": f"p{i}."},
+        "eventTime": "2026-01-01T00:00:00.000000Z", "reportingController": "default-scheduler",
+        "reportingInstance": "default-scheduler-bench", "action": "Binding", "reason": "Scheduled",
+        "type": "Normal", "note": f"Successfully assigned default/p{i} to node-0",
+        "regarding": {"kind": "Pod", "namespace": "default", "name": f"p{i}", "apiVersion": "v1"},
+    }  # fmt: skip
+
+
+async def measure(pid: int, n: int, op: Callable[[int], Awaitable[object]], progress: Progress, label: str) -> float:
+    """Server CPU µs per operation for `n` calls of `op(i)` from CONCURRENCY workers."""
+    task = progress.add_task(label, total=n)
+    it = iter(range(n))
+
+    async def worker() -> None:
+        for i in it:
+            await op(i)
+            progress.advance(task)
+
+    before = cpu_seconds(pid)
+    await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
+    progress.remove_task(task)
+    return (cpu_seconds(pid) - before) / n * 1e6
+
+
+async def run(n: int) -> list[tuple[str, float]]:
+    server = APIServerProcess().start()
+    try:
+        assert server.proc is not None
+        pid = server.proc.pid
+        config = load_kubeconfig(str(server.kubeconfig)).with_options(qps=-1)
+        async with RESTClient(config) as client:
+            await client.create("nodes", node_template(0))
+            watcher = BindCounter(client, "default")
+            await watcher.start()
+
+            async def create(i: int) -> object:
+                pod = pod_default()
+                pod["metadata"] = {"name": f"p{i}"}
+                return await client.create("pods", pod, "default")
+
+            async def bind(i: int) -> object:
+                binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": f"p{i}"},
+                           "target": {"kind": "Node", "name": "node-0"}}  # fmt: skip
+                return await client.create("pods", binding, "default", name=f"p{i}", subresource="binding")
+
+            async def event(i: int) -> object:
+                return await client.create("events.events.k8s.io", scheduled_event(i), "default")
+
+            async def get(i: int) -> object:
+                return await client.get("pods", f"p{i}", "default")
+
+            async def version(i: int) -> object:
+                return await client.request("GET", "/version")
+
+            results = []
+            with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=console,
+                          transient=True) as progress:  # fmt: skip
+                for label, op in (("GET /version (floor)", version), ("pod create", create), ("binding", bind),
+                                  ("Scheduled event", event), ("pod GET", get)):  # fmt: skip
+                    results.append((label, await measure(pid, n, op, progress, label)))
+            watcher.check()
+            watcher.stop()
+            if len(watcher.bound) != n:
+                raise RuntimeError(f"the watcher saw {len(watcher.bound)} of {n} pods bound")
+        return results
+    finally:
+        server.cleanup()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="500 operations of each kind instead of 4000")
+    args = ap.parse_args()
+    n = 500 if args.quick else 4000
+    t0 = time.perf_counter()
+    results = asyncio.run(run(n))
+    floor = results[0][1]
+    table = Table(title=f"API server CPU per operation ({n} each, {CONCURRENCY} clients, one pod watcher)")
+    for c in ("operation", "server CPU µs", "vs GET /version"):
+        table.add_column(c, justify="right")
+    for label, us in results:
+        table.add_row(label, f"{us:,.0f}", f"{us / floor:.1f}x")
+    per_pod = sum(us for label, us in results if label in ("pod create", "binding", "Scheduled event"))
+    console.print(table)
+    console.print(
+        f"one scheduled pod: {per_pod:,.0f} µs of API server CPU -> at most {1e6 / per_pod:,.0f} pods/s on one core "
+        f"({time.perf_counter() - t0:.0f} s)"
+    )
+
+
+if __name__ == "__main__":
+    main()
