@@ -70,22 +70,7 @@ def fieldset(value: Any, node: Node | None, path: Path = ()) -> dict[str, Any]:
 
     For a whole object, the field sets of its spec and status are memoised by their content: the replicas of
     a workload, created by the thousand, repeat the same spec."""
-    if path or node is None or not isinstance(value, dict) or not value or (node.open_ended and not node.is_object):
-        return _fieldset(value, node, path) or {}
-    out: dict[str, Any] = {}
-    for k in sorted(value):
-        if k in ("apiVersion", "kind"):
-            continue
-        key = f"f:{k}"
-        child = node.child(k)
-        v = value[k]
-        if k in _MEMOISED_SECTIONS and child is not None and isinstance(v, dict):
-            sub = _section_fieldset(v, child, key)
-        else:
-            sub = _fieldset(v, child, (key,))
-        if sub is not None:
-            out[key] = sub
-    return out
+    return _fieldset(value, node, path) or {}
 
 
 # Where workloads repeat themselves; other sections (an Event's `regarding`) differ from object to object.
@@ -110,7 +95,11 @@ def _fieldset(value: Any, node: Node | None, path: Path) -> dict[str, Any] | Non
             if path == ("f:metadata",) and k in _SERVER_META:
                 continue
             key = f"f:{k}"
-            sub = _fieldset(value[k], node.child(k) if node is not None else None, (*path, key))
+            child = node.child(k) if node is not None else None
+            if not path and k in _MEMOISED_SECTIONS and child is not None and isinstance(value[k], dict):
+                sub = _section_fieldset(value[k], child, key)
+            else:
+                sub = _fieldset(value[k], child, (*path, key))
             if sub is not None:
                 out[key] = sub
         return out or None

@@ -163,10 +163,7 @@ def unknown_fields(obj: Any, node: Node | None, path: str = "") -> list[str]:
     `spec.containers[0].bar`), in the order they come. A field whose schema is open-ended is not looked into.
     For a whole object, the answer for its spec is worked out once per distinct spec (replicas repeat theirs)."""
     out: list[str] = []
-    if path or node is None or not isinstance(obj, dict) or not isinstance(obj.get("spec"), dict):
-        _unknown_fields(obj, node, path, out)
-        return out
-    _unknown_fields(obj, node, path, out, memo_spec=True)
+    _unknown_fields(obj, node, path, out)
     return out
 
 
@@ -182,7 +179,7 @@ def _spec_unknown_fields(spec: dict[str, Any], node: Node) -> tuple[str, ...]:
 _SPEC_UNKNOWN = ContentMemo()  # unknown paths under `spec`, by schema node and spec content
 
 
-def _unknown_fields(obj: Any, node: Node | None, path: str, out: list[str], memo_spec: bool = False) -> None:
+def _unknown_fields(obj: Any, node: Node | None, path: str, out: list[str]) -> None:
     if node is None or node.open_ended:
         return
     if isinstance(obj, dict) and node.is_object:
@@ -192,7 +189,7 @@ def _unknown_fields(obj: Any, node: Node | None, path: str, out: list[str], memo
             if child is None:
                 if closed:
                     out.append(f"{path}.{k}" if path else k)
-            elif memo_spec and k == "spec" and isinstance(v, dict):
+            elif not path and k == "spec" and isinstance(v, dict):
                 out.extend(_spec_unknown_fields(v, child))
             elif isinstance(v, dict | list):  # below a scalar there is nothing to be unknown
                 _unknown_fields(v, child, f"{path}.{k}" if path else k, out)

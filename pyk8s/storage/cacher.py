@@ -93,14 +93,12 @@ class Entry:
 
     @property
     def labels(self) -> Mapping[str, str]:
-        if self._obj is None:
-            self._materialise()
+        self._materialise()
         return self._labels
 
     @property
     def fields(self) -> Mapping[str, str]:
-        if self._obj is None:
-            self._materialise()
+        self._materialise()
         return self._fields
 
     def __repr__(self) -> str:

@@ -616,9 +616,6 @@ class Framework:
         state.skip_score_plugins = skipped
         return None
 
-    def active_score_plugins(self, state: CycleState) -> list[ScorePlugin]:
-        return [p for p in self.points["score"] if p.name not in state.skip_score_plugins]
-
     def _score_plan(self, skipped: set[str]) -> list[tuple[ScorePlugin, int, str]]:
         """How each active Score plugin is run — (plugin, weight, SUMMED | COLUMN | VECTOR | PER_NODE) — kept
         per set of skipped plugins, which repeats from pod to pod."""
