@@ -12,6 +12,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import orjson
+
 from .schema import Node
 
 
@@ -105,11 +107,17 @@ def _remove(doc: Any, parts: list[str], path: str) -> Any:
     raise PatchError(f"doc is missing path: {path}")
 
 
-def json_patch(original: Any, operations: Any) -> Any:
-    """Apply an RFC 6902 patch; PatchError for a malformed operation or a failed `test`."""
+# Upstream bounds what `copy` operations may add, together, at the request body limit (JSONPatchMaxCopyBytes).
+MAX_COPY_BYTES = 3 * 1024 * 1024
+
+
+def json_patch(original: Any, operations: Any, max_copy_bytes: int = MAX_COPY_BYTES) -> Any:
+    """Apply an RFC 6902 patch; PatchError for a malformed operation, a failed `test`, or `copy` operations
+    that together add more than `max_copy_bytes` (a small patch must not make a huge object)."""
     if not isinstance(operations, list):
         raise PatchError("a JSON patch must be a list of operations")
     doc = copy.deepcopy(original)
+    copied = 0
     for op in operations:
         if not isinstance(op, dict) or "op" not in op:
             raise PatchError(f"invalid operation {op!r}")
@@ -133,6 +141,13 @@ def json_patch(original: Any, operations: Any) -> Any:
             src = _pointer(op.get("from"))
             from_path = str(op.get("from"))
             value = _walk(doc, src, from_path)
+            if kind == "copy" and max_copy_bytes > 0:
+                copied += _json_size(value)
+                if copied > max_copy_bytes:
+                    raise PatchError(
+                        f"Unable to complete the copy, the accumulated size increase of copy is {copied}, "
+                        f"exceeding the limit {max_copy_bytes}"
+                    )
             if kind == "move":
                 if parts[: len(src)] == src and len(parts) > len(src):
                     raise PatchError("cannot move a value into one of its children")
@@ -144,6 +159,13 @@ def json_patch(original: Any, operations: Any) -> Any:
         else:
             raise PatchError(f"Unexpected kind: {kind}")
     return doc
+
+
+def _json_size(value: Any) -> int:
+    try:
+        return len(orjson.dumps(value))
+    except (TypeError, orjson.JSONEncodeError):
+        return MAX_COPY_BYTES + 1  # too deep or not JSON: more than any copy may add
 
 
 # -- strategic merge patch ---------------------------------------------------------------------------------

@@ -5,19 +5,20 @@ serializers)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import orjson
 import yaml
 from aiohttp import web
 
-from ..api import errors, schema
+from ..api import errors, goyaml, schema
 from ..api.meta import Object
 from ..api.resources import Resource
+from ..api.types.codec import DecodeError, Unknown, codec_for, unknown_paths
 from .negotiation import JSON, YAML, Output, body_format
 
 MAX_BODY_BYTES = 3 * 1024 * 1024
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
@@ -38,7 +39,7 @@ async def read_body(request: web.Request, limit: int = MAX_BODY_BYTES) -> bytes:
             raise errors.request_entity_too_large(f"limit is {limit}")
 
 
-class _DuplicateKeys(ValueError):
+class _DuplicateKeys(Exception):
     pass
 
 
@@ -51,16 +52,17 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-class _UniqueKeyLoader(_Loader):  # type: ignore[misc,valid-type]
-    pass
+class _UniqueKeyLoader(goyaml.GoYAMLLoader):
+    """go-yaml's resolution, with a repeated key an error (the strict decoder's duplicate field)."""
 
 
-def _construct_unique(loader: Any, node: Any, deep: bool = False) -> dict[Any, Any]:
-    seen: dict[Any, Any] = {}
+def _construct_unique(loader: Any, node: Any, deep: bool = False) -> dict[str, Any]:
+    loader.flatten_mapping(node)
+    seen: dict[str, Any] = {}
     for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=deep)
+        key = goyaml.json_key(loader.construct_object(key_node, deep=deep))
         if key in seen:
-            raise _DuplicateKeys(str(key))
+            raise _DuplicateKeys(key)
         seen[key] = loader.construct_object(value_node, deep=deep)
     return seen
 
@@ -69,25 +71,40 @@ _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
 
 
 def decode(data: bytes, content_type: str | None, *, check_duplicates: bool = False) -> tuple[Any, list[str]]:
-    """The decoded body and the duplicate fields found (only looked for when asked: it costs a slower parser)."""
+    """The decoded body and the duplicate fields found (only looked for when asked: it costs a slower parser).
+    YAML is read as upstream reads it (api/goyaml); nesting beyond goyaml.MAX_DEPTH is refused either way."""
     fmt = body_format(content_type)
     duplicates: list[str] = []
-    try:
-        if fmt == JSON:
-            if check_duplicates:
-                try:
-                    return json.loads(data, object_pairs_hook=_no_duplicates), duplicates
-                except _DuplicateKeys as d:
-                    duplicates.append(str(d))
-            return orjson.loads(data), duplicates
+    if fmt == JSON:
+        try:
+            value = orjson.loads(data)
+        except orjson.JSONDecodeError as e:
+            raise errors.bad_request(f"error decoding JSON body: {e}") from None
+        if goyaml.bytes_may_nest_deeper(data) and goyaml.json_depth_exceeds(value):
+            raise errors.bad_request(f"error decoding JSON body: {goyaml.depth_message()}")
         if check_duplicates:
             try:
-                return yaml.load(data, Loader=_UniqueKeyLoader), duplicates
+                json.loads(data, object_pairs_hook=_no_duplicates)
             except _DuplicateKeys as d:
                 duplicates.append(str(d))
-        return yaml.load(data, Loader=_Loader), duplicates
-    except (orjson.JSONDecodeError, json.JSONDecodeError, yaml.YAMLError, UnicodeDecodeError) as e:
-        raise errors.bad_request(f"error decoding {'YAML' if fmt == YAML else 'JSON'} body: {e}") from None
+            except (ValueError, RecursionError):
+                pass  # orjson read it: what the slower parser cannot is not a duplicate
+        return value, duplicates
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise errors.bad_request(f"error decoding YAML body: {e}") from None
+    if check_duplicates:
+        try:
+            goyaml.load(text, _UniqueKeyLoader)
+        except _DuplicateKeys as d:
+            duplicates.append(str(d))
+        except goyaml.YAMLDecodeError:
+            pass  # reported by the plain load below
+    try:
+        return goyaml.load(text), duplicates
+    except goyaml.YAMLDecodeError as e:
+        raise errors.bad_request(f"error decoding YAML body: {e}") from None
 
 
 def field_validation(query: Any) -> str:
@@ -100,7 +117,8 @@ def field_validation(query: Any) -> str:
 
 
 def check_fields(obj: Any, served: Resource, mode: str, duplicates: list[str]) -> list[str]:
-    """Unknown and duplicate fields: a 400 under Strict, warnings under Warn, nothing under Ignore."""
+    """Unknown and duplicate fields: a 400 under Strict, warnings under Warn, nothing under Ignore. Only for
+    kinds the type table does not have: `typed_object` drops and reports unknown fields itself."""
     if mode == "Ignore":
         return []
     problems = [f"duplicate field {errors.go_quote(d)}" for d in duplicates]
@@ -109,6 +127,71 @@ def check_fields(obj: Any, served: Resource, mode: str, duplicates: list[str]) -
     if problems and mode == "Strict":
         raise errors.bad_request("strict decoding error: " + ", ".join(problems))
     return problems
+
+
+def typed_object(obj: Object, served: Resource, mode: str, duplicates: list[str]) -> tuple[Object, list[str]]:
+    """A request body read into the kind's Go types as upstream decodes it (see api/types/codec): the object as
+    it will be stored, and the warnings for unknown and duplicate fields (a 400 instead under Strict)."""
+    codec = codec_for(served.group, served.version, served.kind)
+    if codec is None:
+        return obj, check_fields(obj, served, mode, duplicates)
+    unknown: Unknown | None = None if mode == "Ignore" else []
+    try:
+        typed = codec.decode(obj, unknown)
+    except DecodeError as e:
+        raise errors.bad_request(
+            f"{served.kind} in version {errors.go_quote(served.version)} cannot be handled as a {served.kind}: {e}"
+        ) from None
+    if mode == "Ignore":
+        return typed, []
+    problems = [f"duplicate field {errors.go_quote(d)}" for d in duplicates]
+    problems += [f"unknown field {errors.go_quote(p)}" for p in unknown_paths(unknown or [])]
+    if problems and mode == "Strict":
+        raise errors.bad_request("strict decoding error: " + ", ".join(problems))
+    return typed, problems
+
+
+def typed_patch_result(obj: Object, served: Resource, mode: str, shown: Callable[[], Any]) -> tuple[Object, list[str]]:
+    """A patched object read into the kind's types: what goes wrong is a 422 on the field `patch` showing
+    `shown` (the patched JSON, or the strategic patch), as upstream's patch handler answers."""
+    codec = codec_for(served.group, served.version, served.kind)
+    if codec is None:
+        return obj, check_fields(obj, served, mode, [])
+    unknown: Unknown | None = None if mode == "Ignore" else []
+    try:
+        typed = codec.decode(obj, unknown)
+    except DecodeError as e:
+        raise errors.invalid_object("", "", [errors.invalid("patch", _shown(shown()), str(e))]) from None
+    problems = [f"unknown field {errors.go_quote(p)}" for p in unknown_paths(unknown or [])]
+    if problems and mode == "Strict":
+        detail = "strict decoding error: " + ", ".join(problems)
+        raise errors.invalid_object("", "", [errors.invalid("patch", _shown(shown()), detail)])
+    return typed, problems
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return str(value)
+
+
+def go_value(value: Any) -> str:
+    """A decoded JSON value as Go's `%+v` prints it (`map[spec:map[replicas:x]]`), as upstream shows a
+    strategic merge patch in its errors."""
+    if isinstance(value, dict):
+        return (
+            "map[" + " ".join(f"{k}:{go_value(v)}" for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))) + "]"
+        )
+    if isinstance(value, list):
+        return "[" + " ".join(go_value(v) for v in value) + "]"
+    if value is None:
+        return "<nil>"
+    if value is True or value is False:
+        return "true" if value else "false"
+    return str(value)
 
 
 def body_object(obj: Any, served: Resource) -> Object:

@@ -13,7 +13,7 @@ from typing import Any
 
 from aiohttp import web
 
-from ..api import errors, schema
+from ..api import errors, goyaml, schema
 from ..api.managed_fields import default_manager
 from ..api.meta import Object
 from ..api.patch import PatchError, json_patch, merge_patch, strategic_merge
@@ -22,7 +22,16 @@ from ..api.selectors import SelectorError, parse_field_selector, parse_label_sel
 from ..storage import Preconditions
 from . import tables
 from .conversion import convert, convert_field_selector
-from .encoding import body_object, check_fields, decode, field_validation, read_body, respond
+from .encoding import (
+    body_object,
+    decode,
+    field_validation,
+    go_value,
+    read_body,
+    respond,
+    typed_object,
+    typed_patch_result,
+)
 from .negotiation import (
     APPLY_PATCH_CBOR,
     APPLY_PATCH_YAML,
@@ -35,6 +44,9 @@ from .negotiation import (
 from .registry.rest import Context, DeleteOptions, ListOptions, RESTStore
 from .request_info import RequestInfo
 from .subresources import Subresources
+
+# Upstream's bound on the operations of one JSON patch (handlers/patch.go maxJSONPatchOperations).
+MAX_JSON_PATCH_OPERATIONS = 10000
 
 # Resources whose DELETE answers with the deleted object rather than a Status (upstream ReturnDeletedObject).
 RETURNS_DELETED_OBJECT = {("", "pods"), ("", "services"), ("", "persistentvolumes"), ("", "persistentvolumeclaims")}
@@ -243,7 +255,7 @@ class ResourceHandlers:
         data = await read_body(request)
         raw, dups = decode(data, request.headers.get("Content-Type"), check_duplicates=mode == "Strict")
         obj = body_object(raw, r.served)
-        return obj, check_fields(obj, r.served, mode, dups)
+        return typed_object(obj, r.served, mode, dups)
 
     def _context(self, request: web.Request, ctx: Context) -> Context:
         manager = request.query.get("fieldManager", "") or default_manager(request.headers.get("User-Agent", ""))
@@ -274,6 +286,7 @@ class ResourceHandlers:
         content_type = (request.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
         data = await read_body(request)
         apply = make_patcher(content_type, data, r.served)
+        patch_doc = apply.patch
         warnings: list[str] = []
 
         async def updater(existing: Object | None) -> Object:
@@ -283,7 +296,8 @@ class ResourceHandlers:
             if not isinstance(patched, dict):
                 raise errors.bad_request("the patch did not produce an object")
             patched = body_object(patched, r.served)
-            warnings[:] = check_fields(patched, r.served, mode, [])
+            shown = (lambda: go_value(patch_doc)) if content_type == STRATEGIC_MERGE_PATCH else (lambda: patched)
+            patched, warnings[:] = typed_patch_result(patched, r.served, mode, shown)
             return r.to_storage(patched)
 
         result, _ = await r.rest.update(r.info.namespace, r.info.name, updater, c, subresource=r.info.subresource)
@@ -353,7 +367,15 @@ async def delete_options(request: web.Request) -> DeleteOptions:
     return DeleteOptions(grace, preconditions, policy, orphan, dry_run(dry))
 
 
-Patcher = Callable[[Object], Any]
+class Patcher:
+    """Applies a patch body to the client's view of the current object; `patch` is the decoded body."""
+
+    def __init__(self, patch: Any, apply: Callable[[Object], Any]) -> None:
+        self.patch = patch
+        self._apply = apply
+
+    def __call__(self, obj: Object) -> Any:
+        return self._apply(obj)
 
 
 def make_patcher(content_type: str, data: bytes, served: Resource) -> Patcher:
@@ -372,20 +394,31 @@ def make_patcher(content_type: str, data: bytes, served: Resource) -> Patcher:
     if content_type == JSON_PATCH:
         if not isinstance(patch, list):
             raise errors.bad_request("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
+        if len(patch) > MAX_JSON_PATCH_OPERATIONS:
+            raise errors.request_entity_too_large(
+                f"The allowed maximum operations in a JSON patch is {MAX_JSON_PATCH_OPERATIONS}, got {len(patch)}"
+            )
 
         def apply_json(obj: Object) -> Any:
             try:
-                return json_patch(obj, patch)
+                patched = json_patch(obj, patch)
             except PatchError as e:
                 raise errors.invalid_object(
                     served.kind, obj["metadata"].get("name", ""), [errors.invalid("patch", "", str(e))], served.group
                 ) from None
+            # Operations can nest values inside each other: the result must still be an object we can keep.
+            if goyaml.json_depth_exceeds(patched):
+                raise errors.invalid_object(
+                    served.kind, obj["metadata"].get("name", ""),
+                    [errors.invalid("patch", "", goyaml.depth_message())], served.group,
+                )  # fmt: skip
+            return patched
 
-        return apply_json
+        return Patcher(patch, apply_json)
     if not isinstance(patch, dict):
         raise errors.bad_request("the patch must be a JSON object")
     if content_type == MERGE_PATCH:
-        return lambda obj: merge_patch(obj, patch)
+        return Patcher(patch, lambda obj: merge_patch(obj, patch))
     node = schema.kind_node(served.group, served.version, served.kind)
 
     def apply_strategic(obj: Object) -> Any:
@@ -394,4 +427,4 @@ def make_patcher(content_type: str, data: bytes, served: Resource) -> Patcher:
         except PatchError as e:
             raise errors.bad_request(str(e)) from None
 
-    return apply_strategic
+    return Patcher(patch, apply_strategic)

@@ -38,9 +38,7 @@ import asyncio
 import codecs
 import glob
 import json
-import math
 import os
-import re
 import sys
 from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -50,6 +48,9 @@ import aiohttp
 import yaml
 
 from ..api.errors import StatusError
+from ..api.goyaml import GoYAMLLoader as ManifestLoader
+from ..api.goyaml import YAMLDecodeError as DecodeError
+from ..api.goyaml import to_json_value as _to_json_value
 from ..api.resources import Resource
 from .discovery import DiscoveryError, NoKindMatchError, RESTMapper
 
@@ -120,137 +121,6 @@ class Result:
 
     infos: list[Info] = field(default_factory=list)
     errors: list[BuildError] = field(default_factory=list)
-
-
-# -- YAML the way kubectl reads it -------------------------------------------------------------------------
-
-
-class ManifestLoader(yaml.CSafeLoader):
-    """PyYAML's safe loader with go-yaml v2's implicit types (kubectl decodes manifests with go-yaml v2):
-    YAML 1.1 booleans including `y` and `n`, Go's integer syntax, no sexagesimal numbers, and timestamps left
-    as the strings they are. Keys become strings as they are read, so `1` and `true` stay two keys."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[str, Any]:  # type: ignore[override]
-        self.flatten_mapping(node)
-        mapping: dict[str, Any] = {}
-        for key_node, value_node in node.value:
-            key = _json_key(self.construct_object(key_node, deep=deep))  # type: ignore[no-untyped-call]
-            mapping[key] = self.construct_object(value_node, deep=deep)  # type: ignore[no-untyped-call]
-        return mapping
-
-
-ManifestLoader.yaml_implicit_resolvers = {}
-_RESOLVERS: list[tuple[str, str, str]] = [
-    ("tag:yaml.org,2002:bool", r"^(?:y|Y|yes|Yes|YES|n|N|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF)$", "yYnNtTfFoO"),
-    ("tag:yaml.org,2002:null", r"^(?:~|null|Null|NULL|)$", "~nN"),
-    ("tag:yaml.org,2002:int", r"^[-+]?(?:0[bB][01_]+|0[oO][0-7_]+|0[xX][0-9a-fA-F_]+|[0-9][0-9_]*)$", "-+0123456789"),
-    ("tag:yaml.org,2002:float", r"^[-+]?(?:\.[0-9_]+|[0-9][0-9_]*(?:\.[0-9_]*)?)(?:[eE][-+]?[0-9]+)?$", "-+.0123456789"),
-    ("tag:yaml.org,2002:float", r"^(?:[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$", "-+."),
-    ("tag:yaml.org,2002:merge", r"^(?:<<)$", "<"),
-]  # fmt: skip
-for _tag, _pattern, _first in _RESOLVERS:
-    ManifestLoader.add_implicit_resolver(_tag, re.compile(_pattern), list(_first))
-ManifestLoader.add_implicit_resolver("tag:yaml.org,2002:null", re.compile(r"^$"), [""])
-
-_BOOLS = {"y", "yes", "true", "on"}
-
-
-def _go_parse_int(text: str) -> int | None:
-    """Go's strconv.ParseInt(s, 0, 64): a sign, then decimal, 0x, 0o, 0b or a leading-0 octal."""
-    sign, body = 1, text
-    if body[:1] in "+-":
-        sign, body = (-1 if body[0] == "-" else 1), body[1:]
-    if not body:
-        return None
-    base, digits = 10, body
-    prefix = body[:2].lower()
-    if prefix in ("0x", "0o", "0b"):
-        base, digits = {"0x": 16, "0o": 8, "0b": 2}[prefix], body[2:]
-    elif len(body) > 1 and body[0] == "0":
-        base, digits = 8, body[1:]
-    try:
-        value = sign * int(digits, base) if digits else None
-    except ValueError:
-        return None
-    if value is None or not -(2**63) <= value < 2**63:
-        return None
-    return value
-
-
-def _construct_bool(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> bool:
-    return str(loader.construct_scalar(node)).lower() in _BOOLS
-
-
-def _construct_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
-    text = str(loader.construct_scalar(node))
-    plain = text.replace("_", "")
-    value = _go_parse_int(plain)
-    if value is not None:
-        return value
-    # go-yaml falls back to a float, then to the string itself (`08` is 8, `0x` stays "0x").
-    try:
-        return float(plain)
-    except ValueError:
-        return text
-
-
-def _construct_float(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
-    text = str(loader.construct_scalar(node))
-    lowered = text.lower()
-    if lowered.endswith(".inf"):
-        return -math.inf if lowered.startswith("-") else math.inf
-    if lowered == ".nan":
-        return math.nan
-    try:
-        return float(text.replace("_", ""))
-    except ValueError:
-        return text
-
-
-ManifestLoader.add_constructor("tag:yaml.org,2002:bool", _construct_bool)
-ManifestLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
-ManifestLoader.add_constructor("tag:yaml.org,2002:float", _construct_float)
-# Explicitly tagged timestamps (`!!timestamp`) stay strings too.
-ManifestLoader.add_constructor("tag:yaml.org,2002:timestamp", lambda loader, node: loader.construct_scalar(node))
-
-
-class DecodeError(ValueError):
-    """A document that is not valid YAML or JSON, or holds a value JSON cannot carry."""
-
-
-def _to_json_value(value: Any) -> Any:
-    """A decoded YAML value in the shape kubectl sees after converting YAML to JSON: string keys, integral
-    numbers as integers, no NaN or infinities."""
-    if isinstance(value, dict):
-        return {_json_key(k): _to_json_value(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_to_json_value(v) for v in value]
-    if isinstance(value, float):
-        if math.isnan(value) or math.isinf(value):
-            raise DecodeError(f"json: unsupported value: {_go_float_name(value)}")
-        if value.is_integer() and -(2**63) <= value < 2**63:
-            return int(value)
-        return value
-    if isinstance(value, bytes | bytearray):
-        raise DecodeError("binary values (!!binary) are not supported in manifests")
-    if isinstance(value, str | int | bool) or value is None:
-        return value
-    # Dates and sets from explicit tags: their text.
-    return str(value)
-
-
-def _go_float_name(value: float) -> str:
-    return "NaN" if math.isnan(value) else ("+Inf" if value > 0 else "-Inf")
-
-
-def _json_key(key: Any) -> str:
-    if isinstance(key, bool):
-        return "true" if key else "false"
-    if key is None:
-        return "null"
-    if isinstance(key, str | int | float):
-        return str(key)
-    raise DecodeError(f"unsupported map key of type {type(key).__name__}: {key!r}")
 
 
 def _text(data: bytes) -> str:

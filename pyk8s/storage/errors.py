@@ -71,6 +71,16 @@ class InvalidContinueError(StorageError, ValueError):
     """A continue token that cannot be decoded or points outside the listed prefix (400 BadRequest)."""
 
 
+class RequestTooLargeError(StorageError):
+    """The object is larger than the store takes in one write (etcd's --max-request-bytes, 1.5 MiB by default).
+    The message is etcd's, as upstream passes it on."""
+
+    def __init__(self, size: int, limit: int, *, key: str = "") -> None:
+        super().__init__("etcdserver: request is too large", key=key)
+        self.size = size
+        self.limit = limit
+
+
 class CorruptObjectError(StorageError):
     """Stored bytes that do not decode as a JSON object (500 InternalError)."""
 

@@ -25,6 +25,7 @@ from .errors import (
     InvalidRevisionError,
     KeyExistsError,
     KeyNotFoundError,
+    RequestTooLargeError,
 )
 from .interface import (
     KV,
@@ -37,6 +38,10 @@ from .interface import (
 )
 
 log = logging.getLogger(__name__)
+
+# etcd's default --max-request-bytes: no write may carry more (key and value together). The SQLite store keeps
+# the same limit, so an object that fits one backend fits the other.
+MAX_REQUEST_BYTES = 3 * 512 * 1024
 T = TypeVar("T")
 
 
@@ -78,11 +83,13 @@ class Store:
         *,
         prefix: str = keys.DEFAULT_PREFIX,
         compaction_interval: float = DEFAULT_COMPACTION_INTERVAL,
+        max_request_bytes: int = MAX_REQUEST_BYTES,
     ) -> None:
         if not prefix.startswith("/") or not prefix.endswith("/"):
             raise ValueError(f"storage prefix must start and end with '/': {prefix!r}")
         self.kv = kv
         self.prefix = prefix
+        self.max_request_bytes = max_request_bytes
         self._compactor = Compactor(kv, compaction_interval, self._compacted) if compaction_interval > 0 else None
         # Called with the revision after every compaction (watch caches forget history below it).
         self.compaction_listeners: list[Callable[[int], None]] = []
@@ -184,6 +191,7 @@ class Store:
         if isinstance(obj, dict) and codec.resource_version(obj):
             raise InvalidObjectError("resourceVersion should not be set on objects to be created", key=k)
         data = codec.encode(obj, key=k)
+        self._check_size(k, data)
         res = await self.kv.create(k, data)
         if not res.succeeded:
             raise KeyExistsError(k)
@@ -226,6 +234,8 @@ class Store:
                     raise
                 cur, current = await self.kv.get(k), True
                 continue
+            if cur is None or data != cur.value:
+                self._check_size(k, data)
             if cur is None:
                 res = await self.kv.create(k, data)
             elif data == cur.value:
@@ -239,6 +249,11 @@ class Store:
             if res.succeeded:
                 return codec.with_revision(new, res.revision)
             cur, current = res.current, True
+
+    def _check_size(self, key: str, data: bytes) -> None:
+        size = len(key) + len(data)
+        if size > self.max_request_bytes:
+            raise RequestTooLargeError(size, self.max_request_bytes, key=key)
 
     async def delete(
         self,

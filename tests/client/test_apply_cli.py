@@ -285,7 +285,7 @@ async def test_patch_is_exactly_what_kubectl_sends(apiserver, client, ns, tmp_pa
     spec["containers"].reverse()
     spec["containers"][0]["args"] = ["b", "z"]
     spec["containers"][1]["env"] = [{"name": "B", "value": "3"}]
-    spec["volumes"] = [{"name": "v2", "configMap": {"name": "y"}}]
+    spec["volumes"] = [{"name": "v2", "configMap": {"name": "y2"}}]
     changed["metadata"]["finalizers"] = ["example.com/b", "example.com/c"]
     changed["spec"]["strategy"] = {"type": "Recreate"}
     write(f, [changed])

@@ -19,13 +19,16 @@ from ...api.meta import Object, json_copy
 from ...api.resources import Resource
 from ...api.selectors import EVERYTHING as ALL_LABELS
 from ...api.selectors import FieldSelector, LabelSelector
+from ...api.types.codec import DecodeError, codec_for
 from ...storage import (
     ConflictError,
     GoneError,
     InvalidContinueError,
+    InvalidObjectError,
     KeyExistsError,
     KeyNotFoundError,
     Preconditions,
+    RequestTooLargeError,
     StorageError,
     Store,
     TooLargeResourceVersionError,
@@ -115,6 +118,7 @@ class RESTStore:
         self.store = store
         self.cacher = cacher
         self.admission = admission
+        self.codec = codec_for(resource.group, resource.version, resource.kind)
 
     # -- helpers ---------------------------------------------------------------------------------------
 
@@ -138,6 +142,22 @@ class RESTStore:
             return
         node = schema.kind_node(self.resource.group, self.resource.version, self.resource.kind)
         managed_fields.record(new, old, node, ctx.field_manager, self.resource.api_version, subresource)
+
+    def typed(self, obj: Object) -> Object:
+        """The object as upstream would store it (api/types/codec): what the strategy, admission and field
+        manager added is written in the Go types' form too (zero values, times, quantities)."""
+        if self.codec is None:
+            return obj
+        try:
+            typed: Object = self.codec.decode(obj)
+        except DecodeError as e:
+            # Values that passed the request's decode but not this one came through a conversion (an
+            # annotation of autoscaling/v1's): the client's input all the same.
+            raise errors.bad_request(
+                f"{self.resource.kind} in version {errors.go_quote(self.resource.version)} cannot be handled as a "
+                f"{self.resource.kind}: {e}"
+            ) from None
+        return typed
 
     def attrs(self, obj: Object) -> tuple[dict[str, str], dict[str, str]]:
         return meta.labels_of(obj), self.strategy.fields(obj)
@@ -166,6 +186,12 @@ class RESTStore:
             return errors.timeout(f"Too large resource version: {err.revision}, current: {err.current}", 1)
         if isinstance(err, InvalidContinueError):
             return errors.bad_request(str(err))
+        if isinstance(err, RequestTooLargeError):
+            # Upstream passes etcd's error on as a 500 (kubernetes#112152); it is the client's object that is
+            # too large, so pyk8s answers 413 with the same words.
+            return errors.request_entity_too_large(str(err))
+        if isinstance(err, InvalidObjectError):
+            return errors.bad_request(f"the object cannot be stored: {err}")
         return errors.internal_error(str(err))
 
     # -- reads -----------------------------------------------------------------------------------------
@@ -349,6 +375,7 @@ class RESTStore:
         obj = attrs.object or obj
         await self.admission.validate(attrs)
         self.record_manager(obj, None, ctx, "")
+        obj = self.typed(obj)
         for attempt in range(GENERATE_NAME_RETRIES + 1):
             key = self.key(meta.namespace_of(obj), meta.name_of(obj))
             if ctx.dry_run:
@@ -364,9 +391,13 @@ class RESTStore:
                     obj["metadata"]["name"] = meta.generate_name(obj["metadata"]["generateName"])
                     continue
                 raise errors.already_exists(self.resource.plural, meta.name_of(obj), self.resource.group) from None
+            except RequestTooLargeError as err:
+                # As upstream: managedFields can be large and are safe to drop, so try once more without them.
+                if not obj["metadata"].pop("managedFields", None):
+                    raise self._storage_error(err, meta.name_of(obj)) from None
             except StorageError as err:
                 raise self._storage_error(err, meta.name_of(obj)) from None
-        raise AssertionError("unreachable")
+        raise self._storage_error(RequestTooLargeError(0, 0), meta.name_of(obj))
 
     # -- update ----------------------------------------------------------------------------------------
 
@@ -393,6 +424,7 @@ class RESTStore:
         key = self.key(namespace, name)
         created = False
         delete_after = False
+        without_managed_fields = False
 
         async def try_update(existing: Object | None) -> Object:
             nonlocal created, delete_after
@@ -427,6 +459,9 @@ class RESTStore:
                 # Upstream's binding writes the pod straight to storage: its field manager tracks the Binding,
                 # which is not stored, so the pod's managedFields do not change.
                 self.record_manager(new, existing, ctx, subresource)
+            if without_managed_fields:
+                new["metadata"].pop("managedFields", None)
+            new = self.typed(new)
             if existing is not None:
                 delete_after = self._should_delete_during_update(new, existing)
             if ctx.dry_run:
@@ -436,14 +471,21 @@ class RESTStore:
         cached = None
         if from_watch_cache and self.cacher.ready and (entry := self.cacher.get(key)) is not None:
             cached = entry.obj  # only read: try_update hands the updater a deep copy
-        try:
-            obj = await self.store.guaranteed_update(
-                key, try_update, ignore_not_found=True, preconditions=preconditions, cached_existing=cached
-            )
-        except _DryRunResult as r:
-            return r.obj, created
-        except StorageError as err:
-            raise self._storage_error(err, name) from None
+        while True:
+            try:
+                obj = await self.store.guaranteed_update(
+                    key, try_update, ignore_not_found=True, preconditions=preconditions, cached_existing=cached
+                )
+                break
+            except _DryRunResult as r:
+                return r.obj, created
+            except RequestTooLargeError as err:
+                # As upstream: managedFields can be large and are safe to drop, so try once more without them.
+                if without_managed_fields:
+                    raise self._storage_error(err, name) from None
+                without_managed_fields = True
+            except StorageError as err:
+                raise self._storage_error(err, name) from None
         if delete_after:
             # The last finalizer of an object being deleted is gone: now it really goes.
             md = obj["metadata"]

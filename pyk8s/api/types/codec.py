@@ -1,0 +1,546 @@
+"""The typed round trip: a JSON value read into upstream's Go types and written back, as kube-apiserver does
+with every built-in object it decodes (json.Unmarshal into the Go struct, later json.Marshal).
+
+`Codec.decode` takes a body as a client sent it and returns what upstream would store and answer with:
+
+- values are checked against their Go types; a mismatch is upstream's decode error (`json: cannot unmarshal
+  string into Go struct field Pod.spec of type v1.PodSpec`), raised as `DecodeError`;
+- fields the types do not have are dropped at every depth (and reported, for `fieldValidation`);
+- `null` means what it means to Go: a nil pointer, slice or map, otherwise no value at all;
+- fields Go always writes (no `omitempty`, or a struct) are present with their zero value, and empty values in
+  `omitempty` fields are left out, while a pointer keeps an explicit zero (`spec.replicas: 0` stays);
+- `metav1.Time`/`MicroTime` are written in UTC (`…Z`, seconds or microseconds), quantities in upstream's
+  form, IntOrString as the int or string it is, `[]byte` as canonical base64.
+
+Objects stay plain dicts (DESIGN rule 2); the types are compiled once per Go type from the generated table
+(`v1_32.json`) into small decoder objects, so a decode is one walk over the value.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import functools
+import re
+from collections.abc import Callable
+from typing import Any
+
+from .. import gotime
+from ..quantity import QuantityError, parse_quantity
+from . import type_decl
+
+_INT_RANGES = {
+    "int8": (-(2**7), 2**7 - 1),
+    "int16": (-(2**15), 2**15 - 1),
+    "int32": (-(2**31), 2**31 - 1),
+    "int64": (-(2**63), 2**63 - 1),
+    "int": (-(2**63), 2**63 - 1),
+    "uint8": (0, 2**8 - 1),
+    "uint16": (0, 2**16 - 1),
+    "uint32": (0, 2**32 - 1),
+    "uint64": (0, 2**64 - 1),
+    "uint": (0, 2**64 - 1),
+}
+_META = "io.k8s.apimachinery.pkg.apis.meta.v1."
+TIME, MICRO_TIME, DURATION, FIELDS_V1 = _META + "Time", _META + "MicroTime", _META + "Duration", _META + "FieldsV1"
+QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
+INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
+RAW_EXTENSION = "io.k8s.apimachinery.pkg.runtime.RawExtension"
+
+
+class DecodeError(ValueError):
+    """A value Go's decoder rejects. `str()` is upstream's message; type mismatches carry Go's context (the
+    innermost struct and the path of field names), filled in as the error travels up."""
+
+    def __init__(self, value: str = "", go_type: str = "", message: str = "") -> None:
+        super().__init__(message or value)
+        self.value = value  # "string", "number", "number 1.5", "object", "array", "bool"
+        self.go_type = go_type
+        self.message = message  # set for errors that are not type mismatches (an Unmarshaler's own)
+        self.struct = ""
+        self.fields: list[str] = []
+
+    def __str__(self) -> str:
+        if self.message:
+            return self.message
+        if self.struct or self.fields:
+            return (
+                f"json: cannot unmarshal {self.value} into Go struct field "
+                f"{self.struct}.{'.'.join(self.fields)} of type {self.go_type}"
+            )
+        return f"json: cannot unmarshal {self.value} into Go value of type {self.go_type}"
+
+
+def json_kind(v: Any) -> str:
+    """How Go's decoder names a JSON value in its errors."""
+    if isinstance(v, str):
+        return "string"
+    if v is True or v is False:
+        return "bool"
+    if isinstance(v, int | float):
+        return "number"
+    if isinstance(v, dict):
+        return "object"
+    if isinstance(v, list):
+        return "array"
+    return "null" if v is None else type(v).__name__
+
+
+def number_literal(v: int | float) -> str:
+    """A number as the JSON text that carried it (Go quotes the literal in `number 1.5`)."""
+    return str(v) if isinstance(v, int) else repr(v)
+
+
+def go_type_name(expr: str) -> str:
+    """A type as Go's reflect prints it: `[]io.k8s.api.core.v1.Container` -> `[]v1.Container`."""
+    return re.sub(
+        r"[\w.]+", lambda m: ".".join(m.group(0).rsplit(".", 2)[-2:]) if "." in m.group(0) else m.group(0), expr
+    )
+
+
+Unknown = list[list[str]]  # unknown field paths, each a list of segments built from the leaf up
+
+
+class Decoder:
+    """One Go type. `decode(v, unknown)` reads a non-null JSON value; `zero()` is what Go writes for the type's
+    zero value; `nilable` types (pointers, slices, maps, interfaces) take JSON null as nil."""
+
+    go_name = ""
+    nilable = False
+    struct_like = False  # never left out by omitempty (Go treats no struct as empty)
+
+    def decode(self, v: Any, unknown: Unknown | None) -> Any:
+        raise NotImplementedError
+
+    def zero(self) -> Any:
+        return None
+
+    def mismatch(self, v: Any) -> DecodeError:
+        return DecodeError(json_kind(v), self.go_name)
+
+
+class String(Decoder):
+    def __init__(self, go_name: str) -> None:
+        self.go_name = go_name
+
+    def decode(self, v: Any, unknown: Unknown | None) -> Any:
+        if type(v) is str:
+            return v
+        raise self.mismatch(v)
+
+    def zero(self) -> Any:
+        return ""
+
+
+class Bool(Decoder):
+    def __init__(self, go_name: str) -> None:
+        self.go_name = go_name
+
+    def decode(self, v: Any, unknown: Unknown | None) -> Any:
+        if v is True or v is False:
+            return v
+        raise self.mismatch(v)
+
+    def zero(self) -> Any:
+        return False
+
+
+class Int(Decoder):
+    def __init__(self, go_name: str, lo: int, hi: int) -> None:
+        self.go_name, self.lo, self.hi = go_name, lo, hi
+
+    def decode(self, v: Any, unknown: Unknown | None) -> Any:
+        if type(v) is int:
+            if self.lo <= v <= self.hi:
+                return v
+            raise DecodeError(f"number {v}", self.go_name)
+        if type(v) is float:
+            # Go parses the literal as an integer: `1.0` and `1e3` are not integers to it.
+            raise DecodeError(f"number {number_literal(v)}", self.go_name)
+        raise self.mismatch(v)
+
+    def zero(self) -> Any:
+        return 0
+
+
+class Float(Decoder):
+    def __init__(self, go_name: str) -> None:
+        self.go_name = go_name
+
+    def decode(self, v: Any, unknown: Unknown | None) -> Any:
+        if type(v) is int or type(v) is float:
+            return v
+        raise self.mismatch(v)
+
+    def zero(self) -> Any:
+        return 0
+
+
+def _go_base64_error(s: str) -> str:
+    # Go's base64.CorruptInputError names the offset of the first byte it could not use.
+    alphabet = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+    stripped = [c for c in s if c not in "\r\n"]
+    for i, c in enumerate(stripped):
+        if c not in alphabet:
+            return f"illegal base64 data at input byte {i}"
+    return f"illegal base64 data at input byte {len(stripped) - len(stripped) % 4}"
+
+
+class Bytes(Decoder):
+    """`[]byte`: base64 text on the wire (Go's StdEncoding, which skips line breaks)."""
+
+    nilable = True
+    go_name = "[]uint8"
+
+    def decode(self, v: Any, unknown: Unknown | None) -> Any:
+        if type(v) is not str:
+            raise self.mismatch(v)
+        text = v.replace("\r", "").replace("\n", "") if ("\n" in v or "\r" in v) else v
+        try:
+            raw = base64.b64decode(text, validate=True)
+        except (binascii.Error, ValueError):
+            raise DecodeError(message=_go_base64_error(v)) from None
+        out = base64.b64encode(raw).decode()
+        return out
+
+
+class Interface(Decoder):
+    """`interface{}` and raw JSON (`runtime.RawExtension`, `FieldsV1`): any JSON value, kept as it is."""
+
+    nilable = True
+
+    def __init__(self, go_name: str = "interface {}", struct_like: bool = False) -> None:
+        self.go_name = go_name
+        self.struct_like = struct_like
+
+    def decode(self, v: Any, unknown: Unknown | None) -> Any:
+        return v
+
+
+class Time(Decoder):
+    struct_like = True
+
+    def __init__(self, micro: bool) -> None:
+        self.micro = micro
+        self.go_name = "v1.MicroTime" if micro else "v1.Time"
+
+    def decode(self, v: Any, unknown: Unknown | None) -> Any:
+        if type(v) is not str:
+            # the Unmarshaler reads a string first, with a decoder of its own (no field context)
+            raise DecodeError(message=f"json: cannot unmarshal {json_kind(v)} into Go value of type string")
+        try:
+            return gotime.normalize_micro_time(v) if self.micro else _normal_time(v)
+        except gotime.GoTimeError as e:
+            raise DecodeError(message=str(e)) from None
+
+
+@functools.lru_cache(maxsize=4096)
+def _normal_time(v: str) -> str:
+    # The same few timestamps come back in every update of an object: parse each once.
+    return gotime.normalize_time(v)
+
+
+class Duration(Decoder):
+    struct_like = True
+    go_name = "v1.Duration"
+
+    def decode(self, v: Any, unknown: Unknown | None) -> Any:
+        from ..duration import format_go_duration, parse_go_duration
+
+        if type(v) is not str:
+            raise DecodeError(message=f"json: cannot unmarshal {json_kind(v)} into Go value of type string")
+        try:
+            return format_go_duration(parse_go_duration(v))
+        except ValueError as e:
+            raise DecodeError(message=str(e)) from None
+
+    def zero(self) -> Any:
+        return "0s"
+
+
+class Quantity(Decoder):
+    struct_like = True
+    go_name = "resource.Quantity"
+
+    def decode(self, v: Any, unknown: Unknown | None) -> Any:
+        if type(v) is str:
+            text = v.strip()
+        elif type(v) is int or type(v) is float:
+            text = number_literal(v)
+        elif v is True or v is False:
+            text = "true" if v else "false"
+        else:
+            text = "{" if isinstance(v, dict) else "["  # the raw JSON text: never a quantity
+        return _quantity_text(text)
+
+    def zero(self) -> Any:
+        return "0"
+
+
+@functools.lru_cache(maxsize=4096)
+def _quantity_text(text: str) -> str:
+    try:
+        return str(parse_quantity(text))
+    except QuantityError as e:
+        raise DecodeError(message=str(e)) from None
+
+
+class IntOrString(Decoder):
+    struct_like = True
+    go_name = "intstr.IntOrString"
+
+    def decode(self, v: Any, unknown: Unknown | None) -> Any:
+        if type(v) is str:
+            return v
+        if type(v) is int and -(2**31) <= v < 2**31:
+            return v
+        # the Unmarshaler reads an int32 with a decoder of its own (no field context)
+        what = f"number {number_literal(v)}" if type(v) in (int, float) else json_kind(v)
+        raise DecodeError(what, "int32")
+
+    def zero(self) -> Any:
+        return 0
+
+
+class Pointer(Decoder):
+    nilable = True
+
+    def __init__(self, elem: Decoder) -> None:
+        self.elem = elem
+        self.go_name = elem.go_name  # Go reports the pointed-to type
+
+    def decode(self, v: Any, unknown: Unknown | None) -> Any:
+        return self.elem.decode(v, unknown)
+
+
+class Slice(Decoder):
+    nilable = True
+
+    def __init__(self, go_name: str) -> None:
+        self.go_name = go_name
+        self.elem: Decoder = Decoder()
+
+    def decode(self, v: Any, unknown: Unknown | None) -> Any:
+        if type(v) is not list:
+            raise self.mismatch(v)
+        elem = self.elem
+        out = []
+        for i, x in enumerate(v):
+            if x is None:
+                out.append(elem.zero())
+                continue
+            n = len(unknown) if unknown is not None else 0
+            out.append(elem.decode(x, unknown))
+            if unknown is not None and len(unknown) > n:
+                for path in unknown[n:]:
+                    path.append(f"[{i}]")
+        return out
+
+
+class Map(Decoder):
+    nilable = True
+
+    def __init__(self, go_name: str) -> None:
+        self.go_name = go_name
+        self.elem: Decoder = Decoder()
+
+    def decode(self, v: Any, unknown: Unknown | None) -> Any:
+        if type(v) is not dict:
+            raise self.mismatch(v)
+        elem = self.elem
+        out = {}
+        for k, x in v.items():
+            if x is None:
+                out[k] = elem.zero()
+                continue
+            n = len(unknown) if unknown is not None else 0
+            out[k] = elem.decode(x, unknown)
+            if unknown is not None and len(unknown) > n:
+                for path in unknown[n:]:
+                    path.append("." + k)
+        return out
+
+
+class Field:
+    __slots__ = ("decoder", "nil_on_null", "omit", "omitempty")
+
+    def __init__(self, decoder: Decoder, omitempty: bool) -> None:
+        self.decoder = decoder
+        self.omitempty = omitempty
+        # What omitempty leaves out: nothing for structs, nil for pointers, zero or empty for the rest.
+        self.omit = (
+            0 if not omitempty or decoder.struct_like else (2 if isinstance(decoder, Pointer | Interface) else 1)
+        )
+        self.nil_on_null = decoder.nilable and not omitempty
+
+
+class Struct(Decoder):
+    struct_like = True
+
+    def __init__(self, type_name: str) -> None:
+        self.type_name = type_name
+        self.go_name = go_type_name(type_name)
+        self.struct_name = type_name.rsplit(".", 1)[-1]
+        self.fields: dict[str, Field] = {}
+        self.always: list[tuple[str, Decoder]] = []  # fields Go writes even when they hold the zero value
+
+    def decode(self, v: Any, unknown: Unknown | None) -> Any:
+        if type(v) is not dict:
+            raise self.mismatch(v)
+        fields = self.fields
+        out: dict[str, Any] = {}
+        for k, x in v.items():
+            f = fields.get(k)
+            if f is None:
+                if unknown is not None:
+                    unknown.append(["." + k])
+                continue
+            if x is None:
+                if f.nil_on_null:
+                    out[k] = None
+                continue
+            n = len(unknown) if unknown is not None else 0
+            try:
+                y = f.decoder.decode(x, unknown)
+            except DecodeError as e:
+                if not e.message:
+                    e.fields.insert(0, k)
+                    if not e.struct:
+                        e.struct = self.struct_name
+                raise
+            if unknown is not None and len(unknown) > n:
+                for path in unknown[n:]:
+                    path.append("." + k)
+            if f.omit and (not y if f.omit == 1 else y is None):
+                continue
+            out[k] = y
+        for name, dec in self.always:
+            if name not in out:
+                out[name] = dec.zero()
+        return out
+
+    def zero(self) -> Any:
+        return {name: dec.zero() for name, dec in self.always}
+
+
+def _split_map(expr: str) -> tuple[str, str]:
+    """`map[K]V` -> (K, V), with brackets inside K balanced."""
+    depth = 0
+    for j in range(3, len(expr)):
+        if expr[j] == "[":
+            depth += 1
+        elif expr[j] == "]":
+            depth -= 1
+            if depth == 0:
+                return expr[4:j], expr[j + 1 :]
+    raise ValueError(f"not a map type: {expr}")
+
+
+_SPECIAL: dict[str, Callable[[], Decoder]] = {
+    TIME: lambda: Time(micro=False),
+    MICRO_TIME: lambda: Time(micro=True),
+    DURATION: Duration,
+    QUANTITY: Quantity,
+    INT_OR_STRING: IntOrString,
+    RAW_EXTENSION: lambda: Interface("runtime.RawExtension", struct_like=True),
+    FIELDS_V1: lambda: Interface("v1.FieldsV1", struct_like=True),
+}
+
+
+class _Compiler:
+    """Builds decoders from the type table, one per Go type (structs are shared, and may refer to themselves)."""
+
+    def __init__(self, types: dict[str, Any]) -> None:
+        self.types = types
+        self.structs: dict[str, Struct] = {}
+
+    def compile(self, expr: str, name: str = "") -> Decoder:
+        """The decoder of a type expression; `name` is the named type it underlies, for messages."""
+        go_name = go_type_name(name or expr)
+        if expr.startswith("*"):
+            return Pointer(self.compile(expr[1:]))
+        if expr == "[]uint8":
+            return Bytes()
+        if expr.startswith("[]"):
+            s = Slice(go_name)
+            s.elem = self.compile(expr[2:])
+            return s
+        if expr.startswith("map["):
+            m = Map(go_name)
+            m.elem = self.compile(_split_map(expr)[1])
+            return m
+        if expr in _SPECIAL:
+            return _SPECIAL[expr]()
+        if expr == "string":
+            return String(go_name)
+        if expr == "bool":
+            return Bool(go_name)
+        if expr in _INT_RANGES:
+            return Int(go_name, *_INT_RANGES[expr])
+        if expr in ("float32", "float64"):
+            return Float(go_name)
+        if expr == "interface{}":
+            return Interface()
+        decl = self.types.get(expr)
+        if decl is None:
+            raise KeyError(f"no Go type {expr} in the type table")
+        if "underlying" in decl:
+            return self.compile(decl["underlying"], expr)
+        return self._struct(expr)
+
+    def _struct(self, name: str) -> Struct:
+        s = self.structs.get(name)
+        if s is not None:
+            return s
+        s = Struct(name)
+        self.structs[name] = s  # before its fields: a type may refer to itself
+        for fname, field in self._fields(name):
+            s.fields[fname] = field
+            if field.decoder.struct_like or not field.omitempty:
+                s.always.append((fname, field.decoder))
+        return s
+
+    def _fields(self, name: str) -> list[tuple[str, Field]]:
+        out: list[tuple[str, Field]] = []
+        for f in self.types[name].get("fields", []):
+            if f.get("inline"):
+                # An embedded struct's fields are the outer struct's fields on the wire.
+                out += self._fields(f["type"].lstrip("*"))
+                continue
+            out.append((f["json"], Field(self.compile(f["type"]), bool(f.get("omitempty")))))
+        return out
+
+
+@functools.cache
+def _compiler() -> _Compiler:
+    return _Compiler(type_decl.table()["types"])
+
+
+def decoder_for(type_name: str) -> Decoder:
+    """The compiled decoder of a Go type by its table name (`io.k8s.api.core.v1.Pod`)."""
+    return _compiler().compile(type_name)
+
+
+class Codec:
+    """The typed round trip of one kind."""
+
+    def __init__(self, type_name: str) -> None:
+        self.type_name = type_name
+        self.decoder = decoder_for(type_name)
+
+    def decode(self, obj: Any, unknown: Unknown | None = None) -> Any:
+        """`obj` as upstream would store it; DecodeError if Go would not read it. Unknown field paths are
+        appended to `unknown` (segment lists, leaf first) when one is given."""
+        return self.decoder.decode(obj, unknown)
+
+
+def unknown_paths(unknown: Unknown) -> list[str]:
+    """Unknown field paths as upstream prints them (`spec.containers[0].foo`)."""
+    return ["".join(reversed(p)).lstrip(".") for p in unknown]
+
+
+@functools.cache
+def codec_for(group: str, version: str, kind: str) -> Codec | None:
+    """The codec of a served kind, or None for kinds the table does not have."""
+    name = type_decl.kind_type(group, version, kind)
+    return Codec(name) if name else None
