@@ -108,6 +108,7 @@ class Decoder:
     go_name = ""
     nilable = False
     struct_like = False  # never left out by omitempty (Go treats no struct as empty)
+    fast: type | None = None  # a Python type whose values this decoder returns unchanged
 
     def decode(self, v: Any, unknown: Unknown | None) -> Any:
         raise NotImplementedError
@@ -120,6 +121,8 @@ class Decoder:
 
 
 class String(Decoder):
+    fast = str
+
     def __init__(self, go_name: str) -> None:
         self.go_name = go_name
 
@@ -133,6 +136,8 @@ class String(Decoder):
 
 
 class Bool(Decoder):
+    fast = bool
+
     def __init__(self, go_name: str) -> None:
         self.go_name = go_name
 
@@ -308,9 +313,15 @@ class Pointer(Decoder):
     def __init__(self, elem: Decoder) -> None:
         self.elem = elem
         self.go_name = elem.go_name  # Go reports the pointed-to type
+        self.fast = elem.fast
 
     def decode(self, v: Any, unknown: Unknown | None) -> Any:
         return self.elem.decode(v, unknown)
+
+
+def _note_unknown(unknown: Unknown, n: int, segment: str) -> None:
+    for path in unknown[n:]:
+        path.append(segment)
 
 
 class Slice(Decoder):
@@ -324,17 +335,24 @@ class Slice(Decoder):
         if type(v) is not list:
             raise self.mismatch(v)
         elem = self.elem
-        out = []
+        fast = elem.fast
+        decode = elem.decode
         for i, x in enumerate(v):
-            if x is None:
-                out.append(elem.zero())
+            if type(x) is fast:
                 continue
-            n = len(unknown) if unknown is not None else 0
-            out.append(elem.decode(x, unknown))
-            if unknown is not None and len(unknown) > n:
-                for path in unknown[n:]:
-                    path.append(f"[{i}]")
-        return out
+            if x is None:
+                v[i] = elem.zero()
+                continue
+            if unknown is None:
+                y = decode(x, None)
+            else:
+                n = len(unknown)
+                y = decode(x, unknown)
+                if len(unknown) > n:
+                    _note_unknown(unknown, n, f"[{i}]")
+            if y is not x:
+                v[i] = y
+        return v
 
 
 class Map(Decoder):
@@ -348,25 +366,33 @@ class Map(Decoder):
         if type(v) is not dict:
             raise self.mismatch(v)
         elem = self.elem
-        out = {}
+        fast = elem.fast
+        decode = elem.decode
         for k, x in v.items():
-            if x is None:
-                out[k] = elem.zero()
+            if type(x) is fast:
                 continue
-            n = len(unknown) if unknown is not None else 0
-            out[k] = elem.decode(x, unknown)
-            if unknown is not None and len(unknown) > n:
-                for path in unknown[n:]:
-                    path.append("." + k)
-        return out
+            if x is None:
+                v[k] = elem.zero()
+                continue
+            if unknown is None:
+                y = decode(x, None)
+            else:
+                n = len(unknown)
+                y = decode(x, unknown)
+                if len(unknown) > n:
+                    _note_unknown(unknown, n, "." + k)
+            if y is not x:
+                v[k] = y  # same key: the dict does not change size while it is iterated
+        return v
 
 
 class Field:
-    __slots__ = ("decoder", "nil_on_null", "omit", "omitempty")
+    __slots__ = ("decoder", "fast", "nil_on_null", "omit", "omitempty")
 
     def __init__(self, decoder: Decoder, omitempty: bool) -> None:
         self.decoder = decoder
         self.omitempty = omitempty
+        self.fast = decoder.fast
         # What omitempty leaves out: nothing for structs, nil for pointers, zero or empty for the rest.
         self.omit = (
             0 if not omitempty or decoder.struct_like else (2 if isinstance(decoder, Pointer | Interface) else 1)
@@ -388,16 +414,21 @@ class Struct(Decoder):
         if type(v) is not dict:
             raise self.mismatch(v)
         fields = self.fields
-        out: dict[str, Any] = {}
+        drop: list[str] | None = None
         for k, x in v.items():
             f = fields.get(k)
             if f is None:
                 if unknown is not None:
                     unknown.append(["." + k])
+                drop = [k] if drop is None else [*drop, k]
+                continue
+            if type(x) is f.fast:  # a string or bool where one belongs: nothing to convert
+                if f.omit == 1 and not x:
+                    drop = [k] if drop is None else [*drop, k]
                 continue
             if x is None:
-                if f.nil_on_null:
-                    out[k] = None
+                if not f.nil_on_null:
+                    drop = [k] if drop is None else [*drop, k]
                 continue
             n = len(unknown) if unknown is not None else 0
             try:
@@ -409,15 +440,18 @@ class Struct(Decoder):
                         e.struct = self.struct_name
                 raise
             if unknown is not None and len(unknown) > n:
-                for path in unknown[n:]:
-                    path.append("." + k)
+                _note_unknown(unknown, n, "." + k)
             if f.omit and (not y if f.omit == 1 else y is None):
-                continue
-            out[k] = y
+                drop = [k] if drop is None else [*drop, k]
+            elif y is not x:
+                v[k] = y  # same key: the dict does not change size while it is iterated
+        if drop is not None:
+            for k in drop:
+                del v[k]
         for name, dec in self.always:
-            if name not in out:
-                out[name] = dec.zero()
-        return out
+            if name not in v:
+                v[name] = dec.zero()
+        return v
 
     def zero(self) -> Any:
         return {name: dec.zero() for name, dec in self.always}
@@ -528,10 +562,16 @@ class Codec:
         self.type_name = type_name
         self.decoder = decoder_for(type_name)
 
-    def decode(self, obj: Any, unknown: Unknown | None = None) -> Any:
-        """`obj` as upstream would store it; DecodeError if Go would not read it. Unknown field paths are
-        appended to `unknown` (segment lists, leaf first) when one is given."""
-        return self.decoder.decode(obj, unknown)
+    def decode(self, obj: Any, unknown: Unknown | None = None, trusted: frozenset[str] = frozenset()) -> Any:
+        """`obj` as upstream would store it, made so in place; DecodeError if Go would not read it. Unknown
+        field paths are appended to `unknown` (segment lists, leaf first) when one is given. Top-level fields
+        named in `trusted` are known to be in stored form already and are not walked."""
+        if not trusted or type(obj) is not dict:
+            return self.decoder.decode(obj, unknown)
+        held = {k: obj.pop(k) for k in trusted if k in obj}
+        out = self.decoder.decode(obj, unknown)
+        out.update(held)
+        return out
 
 
 def unknown_paths(unknown: Unknown) -> list[str]:

@@ -238,7 +238,11 @@ class Strategy:
         for k, val in old.items():
             if k not in ("apiVersion", "kind", "metadata"):
                 new[k] = json_copy(val)
-        new.setdefault("spec", {})["finalizers"] = finalizers or []
+        spec = new.setdefault("spec", {})
+        if finalizers:
+            spec["finalizers"] = finalizers
+        else:
+            spec.pop("finalizers", None)  # omitempty: an empty list is not written
 
     def deletion_blocked(self, obj: Object) -> bool:
         """Whether something besides metadata.finalizers holds the object while it is deleted."""
