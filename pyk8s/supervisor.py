@@ -139,8 +139,9 @@ class SupervisedComponent:
             self._task = None
 
     async def _supervise(self) -> None:
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self.port_file.parent.mkdir(parents=True, exist_ok=True)
+        # Inside the (private) data directory, and private themselves: logs may quote the cluster's objects.
+        self.log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.port_file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         if self.log_path.exists():
             os.replace(self.log_path, self.log_path.with_name(self.log_path.name + ".1"))
         async with aiohttp.ClientSession() as http:

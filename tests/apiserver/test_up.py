@@ -8,6 +8,7 @@ import queue
 import re
 import signal
 import ssl
+import stat
 import subprocess
 import threading
 import time
@@ -184,6 +185,9 @@ def test_up_from_a_folder_holding_a_pyk8s_dir_has_healthy_components(tmp_path, m
             assert https_get(url) == (200, "ok"), name
             assert https_get(url.replace("/healthz", "/readyz")) == (200, "ok"), name
         assert "exited" not in up.stderr
+        # The data directory `up` made is private (tests/apiserver/test_data_dir_modes.py has the details).
+        for d in (tmp_path / "data", tmp_path / "data" / "logs"):
+            assert stat.S_IMODE(d.stat().st_mode) == 0o700, d
     finally:
         assert up.stop() == 0, up.stderr
 
