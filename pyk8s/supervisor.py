@@ -7,8 +7,8 @@ as a process supervisor does (systemd's `Restart=on-failure`, the kubelet's Cras
   folder of that name) would shadow the package; `-P` keeps it out, and PYTHONPATH makes the child import the
   very code its parent runs (a worktree's, in tests).
 - Its stdout and stderr are read by the parent: every line is appended to `<log_dir>/<name>.log` (the previous
-  run of `up` is kept as `<name>.log.1`), echoed to the console prefixed with the component's name, and the
-  last lines are kept for when it exits.
+  run of `up` is kept as `<name>.log.1`), handed to `echo` (`up` shows them, prefixed with the component's
+  name, at -v 1 or more), and the last lines are kept for when it exits.
 - It writes its secure port to a port file (`--port-file`, so port 0 works); it counts as healthy once
   `/readyz` answers 200 there.
 - When it exits, its last log lines are shown and it is started again after a back-off: 1 s, doubling up to
