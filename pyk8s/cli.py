@@ -149,45 +149,59 @@ def apiserver(data_dir: Path | None, verbosity: int, **kw: object) -> None:
         raise click.ClickException(str(e)) from None
 
 
-async def _start_component(name: str, kubeconfig: Path, verbosity: int, *args: str) -> asyncio.subprocess.Process:
-    """`pyk8s <name> --kubeconfig ...` as a child process sharing our terminal's stderr for its logs."""
-    import sys
+UP_HELP = """Start a cluster in the foreground until Ctrl-C; state is kept for the next start.
 
-    return await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "pyk8s", name, "--kubeconfig", str(kubeconfig), "--v", str(verbosity), *args,
-        stdin=asyncio.subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
+\b
+The API server runs in this process; the controller manager and the scheduler
+run as child processes, and `up` says the cluster is up once each of them
+answers its health check. Their output goes to DATA_DIR/logs/<name>.log (also
+shown here with -v 1 or more).
 
-
-async def _stop_components(procs: list[asyncio.subprocess.Process]) -> None:
-    for p in procs:
-        if p.returncode is None:
-            p.terminate()
-    for p in procs:
-        try:
-            await asyncio.wait_for(p.wait(), 15)
-        except TimeoutError:
-            p.kill()
-            await p.wait()
+\b
+A component that exits is restarted, as a process supervisor would: its last
+log lines are shown, then it starts again after 1s, 2s, 4s... (at most 30s
+between tries; back to 1s once it has stayed healthy for a minute). The API
+server keeps serving meanwhile. Ctrl-C or SIGTERM stops the components, then
+the API server."""
 
 
-@main.command()
+async def _wait_healthy(components: list[Any], stop: asyncio.Event, status: Any) -> bool:
+    """Until every component is healthy (True) or we are told to stop (False), showing who is waited for."""
+    while not stop.is_set():
+        waiting = [c for c in components if not c.healthy.is_set()]
+        if not waiting:
+            return True
+        status.update("waiting for " + ", ".join(f"{c.name} ({c.status})" for c in waiting) + "...")
+        await asyncio.sleep(0.2)
+    return False
+
+
+@main.command(help=UP_HELP)
 @click.option(
     "--data-dir", type=click.Path(path_type=Path), default=None, help="State directory (default: ~/.local/share/pyk8s)."
 )
 @_with_server_options
 def up(data_dir: Path | None, verbosity: int, **kw: object) -> None:
-    """Start a cluster in the foreground until Ctrl-C; state is kept for the next start."""
     from rich.console import Console
+    from rich.text import Text
 
     from .apiserver.server import APIServer
     from .gc_policy import freeze_long_lived
     from .storage import StorageError
+    from .supervisor import SupervisedComponent
 
     _logging(verbosity)
-    console = Console(stderr=True)
+    # soft_wrap: long lines (URLs, log lines) stay whole rather than broken at the terminal's width.
+    console = Console(stderr=True, soft_wrap=True)
     opts = _apiserver_options(data_dir or _default_data_dir(), **kw)
     server = APIServer(opts)  # type: ignore[arg-type]
+
+    def report(message: str) -> None:
+        console.print(Text(message, style="yellow"))
+
+    def echo(name: str, line: str) -> None:
+        if verbosity > 0:
+            console.print(Text.assemble((f"{name} | ", "cyan"), line))
 
     async def go() -> None:
         loop = asyncio.get_running_loop()
@@ -197,23 +211,38 @@ def up(data_dir: Path | None, verbosity: int, **kw: object) -> None:
         with console.status("starting the API server (storage, PKI, watch caches)..."):
             await server.start()
         freeze_long_lived()  # the watch caches are loaded: see gc_policy
-        # The other components are clients of the API server, each in its own process as upstream's.
+        # The other components are clients of the API server, each in its own process as upstream's. Port 0:
+        # their health ports are any free ones (they say which through --port-file), so two clusters never
+        # collide.
+        data = server.options.data_dir
+        common = ["--kubeconfig", str(server.kubeconfig_path), "--v", str(verbosity), "--secure-port", "0"]
         components = [
-            await _start_component("controller-manager", server.kubeconfig_path, verbosity),
-            # Port 0: the scheduler's health/metrics port is any free one, so two clusters never collide.
-            await _start_component("scheduler", server.kubeconfig_path, verbosity, "--secure-port", "0"),
+            SupervisedComponent(
+                name, [name, *common], log_dir=data / "logs", run_dir=data / "run", report=report, echo=echo
+            )
+            for name in ("controller-manager", "scheduler")
         ]
-        console.print(f"[green]pyk8s is up[/]: API server at {server.url} (data in {server.options.data_dir})")
-        console.print("controller manager: garbage collector, namespace controller; scheduler: default profile")
-        console.print("Use it with:")
-        print(f"export KUBECONFIG={server.kubeconfig_path}", flush=True)
-        print("kubectl get namespaces", flush=True)
-        console.print("Ctrl-C stops the cluster; its state is kept for the next `pyk8s up`.")
+        for c in components:
+            c.start()
         try:
+            with console.status("waiting for the components...") as status:
+                if not await _wait_healthy(components, stop, status):
+                    return
+            cm, sched = components
+            console.print(f"[green]pyk8s is up[/]: API server at {server.url} (data in {data})")
+            console.print(
+                f"controller manager (garbage collector, namespace controller): pid {cm.pid}, {cm.health_url}"
+            )
+            console.print(f"scheduler (default profile): pid {sched.pid}, {sched.health_url}")
+            console.print(f"component logs: {data / 'logs'}")
+            console.print("Use it with:")
+            print(f"export KUBECONFIG={server.kubeconfig_path}", flush=True)
+            print("kubectl get namespaces", flush=True)
+            console.print("Ctrl-C stops the cluster; its state is kept for the next `pyk8s up`.")
             await stop.wait()
         finally:
             with console.status("stopping..."):
-                await _stop_components(components)
+                await asyncio.gather(*(c.stop() for c in components))
                 await server.stop()
             console.print("stopped.")
 
@@ -236,14 +265,24 @@ def up(data_dir: Path | None, verbosity: int, **kw: object) -> None:
 @click.option("--concurrent-namespace-syncs", default=10, show_default=True, help="Namespace controller workers.")
 @click.option("--kube-api-qps", default=20.0, show_default=True, help="Requests per second to the API server.")
 @click.option("--kube-api-burst", default=30, show_default=True, help="Burst of requests to the API server.")
+@click.option("--secure-port", default=10257, show_default=True, help="HTTPS port for health and metrics; -1 disables.")
+@click.option("--bind-address", default="127.0.0.1", show_default=True, help="Address of the secure port.")
+@click.option(
+    "--port-file", type=click.Path(path_type=Path), default=None,
+    help="Write the bound secure port here once serving (for supervisors; useful with --secure-port 0).",
+)  # fmt: skip
 @click.option("-v", "--v", "verbosity", default=0, help="Log verbosity (0-4).")
 def controller_manager(
     kubeconfig: str | None, controllers: str, leader_elect: bool, concurrent_gc_syncs: int,
-    concurrent_namespace_syncs: int, kube_api_qps: float, kube_api_burst: int, verbosity: int,
+    concurrent_namespace_syncs: int, kube_api_qps: float, kube_api_burst: int, secure_port: int,
+    bind_address: str, port_file: Path | None, verbosity: int,
 ) -> None:  # fmt: skip
-    """Run the controllers (kube-controller-manager): garbage collector, namespace controller."""
+    """Run the controllers (kube-controller-manager): garbage collector, namespace controller. Serves
+    /healthz, /livez, /readyz and /metrics on its secure port (HTTPS, self-signed), as upstream's on 10257."""
     from .client.kubeconfig import ConfigError, load_config
     from .client.rest import RESTClient
+    from .client.workqueue import WORKQUEUE_REGISTRY
+    from .component_server import ComponentServer
     from .controllers.manager import ControllerManager, enabled_controllers
 
     _logging(verbosity)
@@ -258,15 +297,22 @@ def controller_manager(
     async def go() -> None:
         loop = asyncio.get_running_loop()
         async with RESTClient(config) as client:
-            manager = asyncio.create_task(
-                ControllerManager(client, names, leader_elect=leader_elect, options=options).run()
-            )
+            manager = ControllerManager(client, names, leader_elect=leader_elect, options=options)
+            serving = ComponentServer(
+                "controller-manager", bind_address=bind_address, secure_port=secure_port,
+                ready_checks={"informer-sync": manager.informers_synced}, registries=[WORKQUEUE_REGISTRY],
+                port_file=port_file,
+            )  # fmt: skip
+            await serving.start()
+            task = asyncio.create_task(manager.run())
             for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.add_signal_handler(sig, manager.cancel)
+                loop.add_signal_handler(sig, task.cancel)
             try:
-                await manager
+                await task
             except asyncio.CancelledError:
                 pass
+            finally:
+                await serving.stop()
 
     _run(go)
 

@@ -2,7 +2,8 @@
 
 On first start the API server makes a CA, a serving certificate for its addresses, an admin client
 certificate (CN `pyk8s-admin`, O `system:masters`) and an admin bearer token, under `<data-dir>/pki`;
-later starts reuse them, and re-issue the serving certificate when its names change.
+later starts reuse them, and re-issue the serving certificate when its names change. The data directory and
+`pki/` are 0700, the private keys, the token and admin.kubeconfig 0600 (`pyk8s.file_modes`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from ..file_modes import PRIVATE_FILE_MODE, ensure_private_dir, tighten_file
 
 ADMIN_USER = "pyk8s-admin"
 ADMIN_GROUP = "system:masters"
@@ -39,8 +42,10 @@ class PKI:
 
 
 def _write_private(path: Path, data: bytes) -> None:
+    """Write a secret 0600, whole (a temporary file renamed over the old one)."""
     tmp = path.with_suffix(path.suffix + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE_MODE)
+    os.fchmod(fd, PRIVATE_FILE_MODE)  # a leftover temporary file keeps its old mode through O_CREAT
     with os.fdopen(fd, "wb") as f:
         f.write(data)
     os.replace(tmp, path)
@@ -132,8 +137,13 @@ def serving_names(bind_address: str, extra: list[str]) -> list[str]:
 
 def ensure_pki(data_dir: Path, names: list[str]) -> PKI:
     """Create what is missing under `<data_dir>/pki` and return where everything is."""
+    ensure_private_dir(data_dir)
     d = data_dir / "pki"
-    d.mkdir(parents=True, exist_ok=True)
+    ensure_private_dir(d)
+    # Secrets written by an older pyk8s, or loosened by hand, are made private again (pyk8s.file_modes).
+    for secret in ("ca.key", "apiserver.key", "admin.key", "admin.token"):
+        tighten_file(d / secret)
+    tighten_file(data_dir / "admin.kubeconfig")
     ca_cert, ca_key = d / "ca.crt", d / "ca.key"
     if not ca_cert.exists() or not ca_key.exists():
         key = ec.generate_private_key(ec.SECP256R1())

@@ -20,6 +20,7 @@ from aiohttp import web
 from ..api import errors
 from ..api.meta import Object
 from ..api.resources import TABLE, ResourceTable
+from ..file_modes import ensure_private_dir
 from ..storage import StorageError, Store, open_storage
 from ..storage.cacher import Cacher
 from ..storage.compactor import DEFAULT_COMPACTION_INTERVAL
@@ -119,7 +120,7 @@ class APIServer:
 
     async def start(self) -> None:
         opts = self.options
-        opts.data_dir.mkdir(parents=True, exist_ok=True)
+        ensure_private_dir(opts.data_dir)  # 0700: it holds the CA key and the admin's credentials
         self.pki = ensure_pki(opts.data_dir, serving_names(opts.bind_address, opts.tls_sans))
         self.store = await open_storage(opts.storage_url, compaction_interval=opts.compaction_interval)
         try:

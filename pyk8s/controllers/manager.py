@@ -82,6 +82,15 @@ class ControllerManager:
         self.options = options or {}
         self.controllers: dict[str, Any] = {}
         self.identity = f"{socket.gethostname()}_{uuid.uuid4()}"
+        self.leading = False
+        self._synced = False
+
+    async def informers_synced(self) -> bool:
+        """The readiness check (`/readyz`): the shared informers have made their first lists. A standby
+        replica, waiting for the lease, is ready too (as a standby kube-scheduler is)."""
+        if self.leader_elect and not self.leading:
+            return True
+        return self._synced
 
     async def run(self) -> None:
         """Run until cancelled (or, with leader election, until leadership is lost)."""
@@ -107,11 +116,19 @@ class ControllerManager:
             self.controllers[name] = init[name](self.client, factory, self.options)
             log.info("controller-manager: started %s", name)
         factory.start()
+        self.leading = True
         tasks = [asyncio.create_task(c.run(), name=n) for n, c in self.controllers.items()]
+        synced = asyncio.create_task(self._wait_synced(factory))
         try:
             await asyncio.gather(*tasks)
         finally:
+            self.leading = self._synced = False
+            synced.cancel()
             for t in tasks:
                 t.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             await factory.shutdown()
+
+    async def _wait_synced(self, factory: SharedInformerFactory) -> None:
+        await factory.wait_for_cache_sync()
+        self._synced = True

@@ -53,6 +53,10 @@ def _feature_gates(text: str) -> dict[str, bool]:
 )  # fmt: skip
 @click.option("--secure-port", default=10259, show_default=True, help="HTTPS port for health and metrics; -1 disables.")
 @click.option("--bind-address", default="127.0.0.1", show_default=True, help="Address of the secure port.")
+@click.option(
+    "--port-file", type=click.Path(path_type=Path), default=None,
+    help="Write the bound secure port here once serving (for supervisors; useful with --secure-port 0).",
+)  # fmt: skip
 @click.option("--feature-gates", default="", help="Comma-separated Name=true|false.")
 @click.option("--kube-api-qps", type=float, default=None, help="Overrides clientConnection.qps (default 50).")
 @click.option("--kube-api-burst", type=int, default=None, help="Overrides clientConnection.burst (default 100).")
@@ -60,7 +64,7 @@ def _feature_gates(text: str) -> dict[str, bool]:
 @click.pass_context
 def scheduler(
     ctx: click.Context, kubeconfig: str | None, config_path: str | None, leader_elect: bool | None,
-    secure_port: int, bind_address: str, feature_gates: str, kube_api_qps: float | None,
+    secure_port: int, bind_address: str, port_file: Path | None, feature_gates: str, kube_api_qps: float | None,
     kube_api_burst: int | None, verbosity: int,
 ) -> None:  # fmt: skip
     """Run the scheduler (kube-scheduler): assigns pending pods to nodes."""
@@ -88,7 +92,7 @@ def scheduler(
         async with RESTClient(client_config) as client:
             server = SchedulerServer(
                 client, config, leader_elect=leader_elect, bind_address=bind_address, secure_port=secure_port,
-                feature_gates=gates,
+                feature_gates=gates, port_file=port_file,
             )  # fmt: skip
             task = asyncio.create_task(server.run())
             for sig in (signal.SIGINT, signal.SIGTERM):

@@ -16,6 +16,9 @@ commits and serves watches straight from the write path. A watcher that falls be
 reads the log until it has caught up, then switches to live events (`sqlite_watch`). Only WAL checkpoints
 run elsewhere, on a thread of their own (`sqlite_checkpoint`).
 
+Files: the database, its `-wal` and `-shm` files and the lock file are 0600, and a data directory is 0700
+(`pyk8s.file_modes`); looser modes found at start are tightened.
+
 Durability: `synchronous=NORMAL` (default) survives a crash or `kill -9` of the process; `FULL` also
 survives power loss, at the cost of an fsync per commit. Choose with `sqlite:///dir?synchronous=FULL`.
 """
@@ -30,6 +33,7 @@ import sqlite3
 from pathlib import Path
 from typing import Literal
 
+from ..file_modes import PRIVATE_FILE_MODE, create_private_file, ensure_private_dir, tighten_file
 from .errors import GoneError, StorageUnavailableError, StoreLockedError, TooLargeResourceVersionError
 from .interface import ADDED, DELETED, MODIFIED, KeyValue, RangeResult, TxnResult, WatchEvent
 from .sqlite_checkpoint import Checkpointer
@@ -100,6 +104,8 @@ class SqliteKV:
         if synchronous not in ("NORMAL", "FULL"):
             raise ValueError(f"synchronous must be NORMAL or FULL, not {synchronous!r}")
         self.path = resolve_path(path)
+        # Named by its directory (the API server's --data-dir), not by a file path: that directory is ours.
+        self._in_data_dir = self.path != Path(path).expanduser()
         self.synchronous = synchronous
         self.progress_notify_interval = progress_notify_interval
         self.max_batch = max_batch
@@ -118,7 +124,15 @@ class SqliteKV:
     async def start(self) -> None:
         if self._db is not None:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # The store's files are private (pyk8s.file_modes). A data directory is made or kept 0700; the parent
+        # of a database named by its file path is only created so when missing: it may be anyone's folder.
+        if self._in_data_dir or not self.path.parent.exists():
+            ensure_private_dir(self.path.parent)
+        # SQLite gives the -wal and -shm files the database file's mode, so a database made 0600 here (or
+        # tightened, with what a crash left beside it) keeps all of them private.
+        create_private_file(self.path)
+        for suffix in ("-wal", "-shm"):
+            tighten_file(self.path.with_name(self.path.name + suffix))
         self._lock()
         try:
             db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, cached_statements=64)
@@ -141,7 +155,7 @@ class SqliteKV:
 
     def _lock(self) -> None:
         lock_path = self.path.with_name(self.path.name + ".lock")
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -151,6 +165,7 @@ class SqliteKV:
                 f"the data directory {self.path.parent} is in use by another process (pid {holder}); "
                 "stop it or choose another --data-dir"
             ) from None
+        tighten_file(lock_path)
         os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode())
         self._lock_fd = fd

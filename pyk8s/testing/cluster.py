@@ -12,12 +12,12 @@ import shutil
 import signal
 import ssl
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
 from pathlib import Path
 
+from ..supervisor import component_command, component_env
 from .etcd import free_port
 
 
@@ -75,21 +75,16 @@ class APIServerProcess:
         self.stop()
 
     def _start(self, timeout: float) -> APIServerProcess:
-        args = [
-            sys.executable,
-            "-m",
-            "pyk8s",
-            "apiserver",
-            "--data-dir",
-            str(self.data_dir),
-            "--secure-port",
-            str(self.port),
-        ]
+        # `python -P -m pyk8s` with our package's directory on PYTHONPATH: the server runs this very pyk8s
+        # whatever the current directory holds (see pyk8s.supervisor).
+        args = component_command("apiserver", "--data-dir", str(self.data_dir), "--secure-port", str(self.port))
         if self.etcd_url:
             args += ["--etcd-servers", self.etcd_url.removeprefix("etcd://")]
         args += list(self.extra_args)
         self._log = open(self.dir / "apiserver.log", "ab")
-        self.proc = subprocess.Popen(args, stdout=self._log, stderr=self._log, start_new_session=True)
+        self.proc = subprocess.Popen(
+            args, stdout=self._log, stderr=self._log, start_new_session=True, env=component_env()
+        )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

@@ -7,12 +7,12 @@ import os
 import signal
 import ssl
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
+from ..supervisor import component_command, component_env
 from .etcd import free_port
 
 
@@ -26,11 +26,12 @@ class ComponentProcess:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self, wait_healthy: float = 30.0) -> ComponentProcess:
-        cmd = [sys.executable, "-m", "pyk8s", self.name, "--kubeconfig", str(self.kubeconfig), *self.args]
+        # The same pyk8s as ours, whatever the current directory holds (see pyk8s.supervisor).
+        cmd = component_command(self.name, "--kubeconfig", str(self.kubeconfig), *self.args)
         if self.port > 0:
             cmd += ["--secure-port", str(self.port)]
         log = self.log_path.open("ab")
-        self.proc = subprocess.Popen(cmd, stdout=log, stderr=log, start_new_session=True)
+        self.proc = subprocess.Popen(cmd, stdout=log, stderr=log, start_new_session=True, env=component_env())
         if self.port > 0 and wait_healthy:
             deadline = time.monotonic() + wait_healthy
             while self.get("/healthz")[0] != 200:

@@ -1,25 +1,104 @@
-"""`pyk8s up`, the README's command: starts, prints how to use it, stops cleanly on Ctrl-C, keeps state."""
+"""`pyk8s up`, the README's command: starts, prints how to use it, stops cleanly on Ctrl-C, keeps state; its
+components come up healthy whatever folder it is started from, and one that dies is restarted."""
 
 from __future__ import annotations
 
 import os
+import queue
+import re
 import signal
+import ssl
+import stat
 import subprocess
-import sys
+import threading
 import time
+import urllib.error
+import urllib.request
 
+import pytest
+
+from pyk8s.supervisor import component_command, component_env
 from pyk8s.testing.cluster import kubectl_binary
 from pyk8s.testing.etcd import free_port
 
 
-def start_up(data_dir, port):
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pyk8s", "up", "--data-dir", str(data_dir), "--secure-port", str(port)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    export = proc.stdout.readline().strip()
-    hint = proc.stdout.readline().strip()
-    return proc, export, hint
+class Up:
+    """A `pyk8s up` process started as its console script would be: the cwd is not on its sys.path, the package
+    is this checkout's (PYTHONPATH). Its stdout and stderr are read on threads, so neither pipe fills."""
+
+    def __init__(self, data_dir, port, *, cwd=None, extra=()):
+        args = component_command("up", "--data-dir", str(data_dir), "--secure-port", str(port), *extra)
+        self.proc = subprocess.Popen(
+            args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd, env=component_env()
+        )
+        self.stdout: queue.Queue[str] = queue.Queue()
+        self.err_lines: list[str] = []
+        self._err_cond = threading.Condition()
+        threading.Thread(target=self._read_stdout, daemon=True).start()
+        threading.Thread(target=self._read_stderr, daemon=True).start()
+
+    def _read_stdout(self):
+        for line in self.proc.stdout:
+            self.stdout.put(line.rstrip("\n"))
+
+    def _read_stderr(self):
+        for line in self.proc.stderr:
+            with self._err_cond:
+                self.err_lines.append(line.rstrip("\n"))
+                self._err_cond.notify_all()
+
+    @property
+    def stderr(self) -> str:
+        with self._err_cond:
+            return "\n".join(self.err_lines)
+
+    def stdout_line(self, timeout=90.0) -> str:
+        try:
+            return self.stdout.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(f"pyk8s up printed nothing on stdout in {timeout}s; stderr:\n{self.stderr}") from None
+
+    def wait_stderr(self, pattern, timeout=60.0, start=0) -> re.Match:
+        """The first stderr line from index `start` on that matches `pattern`."""
+        deadline = time.monotonic() + timeout
+        with self._err_cond:
+            while True:
+                for line in self.err_lines[start:]:
+                    if m := re.search(pattern, line):
+                        return m
+                left = deadline - time.monotonic()
+                if left <= 0 or self.proc.poll() is not None:
+                    raise AssertionError(f"no stderr line matching {pattern!r}; stderr:\n{self.stderr}")
+                self._err_cond.wait(min(left, 0.5))
+
+    def components(self) -> dict[str, tuple[int, str]]:
+        """{name: (pid, health URL)} from the lines `up` prints once the cluster is up."""
+        found = {}
+        for name, pattern in (("controller-manager", r"^controller manager \("), ("scheduler", r"^scheduler \(")):
+            m = self.wait_stderr(pattern + r".*: pid (\d+), (https://127\.0\.0\.1:\d+/healthz)$")
+            found[name] = (int(m.group(1)), m.group(2))
+        return found
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+        try:
+            return self.proc.wait(timeout=40)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError(f"pyk8s up did not stop on SIGINT; stderr:\n{self.stderr}") from None
+
+
+def https_get(url):
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE  # the components' certificates are self-signed
+    try:
+        with urllib.request.urlopen(url, context=ctx, timeout=5) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
 
 
 def kubectl(home, kubeconfig, *args):
@@ -31,8 +110,9 @@ def test_up_serves_stops_on_ctrl_c_and_keeps_state(tmp_path):
     data, home = tmp_path / "data", tmp_path / "home"
     home.mkdir()
     port = free_port()
-    proc, export, hint = start_up(data, port)
+    up = Up(data, port)
     try:
+        export, hint = up.stdout_line(), up.stdout_line()
         assert export == f"export KUBECONFIG={data / 'admin.kubeconfig'}"
         assert hint == "kubectl get namespaces"
         kubeconfig = export.split("=", 1)[1]
@@ -69,16 +149,66 @@ def test_up_serves_stops_on_ctrl_c_and_keeps_state(tmp_path):
             time.sleep(0.3)
         assert got.stdout == "up-node", got.stderr
     finally:
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=30)
-    assert proc.returncode == 0, err
-    assert "stopped" in err
+        code = up.stop()
+    assert code == 0, up.stderr
+    assert "stopped" in up.stderr
     # The next start finds the same cluster.
-    proc, export, _ = start_up(data, port)
+    up = Up(data, port)
     try:
-        out = kubectl(home, export.split("=", 1)[1], "get", "cm", "kept", "-o", "jsonpath={.data.a}")
+        out = kubectl(home, up.stdout_line().split("=", 1)[1], "get", "cm", "kept", "-o", "jsonpath={.data.a}")
         assert out.returncode == 0 and out.stdout == "b"
     finally:
-        proc.send_signal(signal.SIGINT)
-        proc.communicate(timeout=30)
-    time.sleep(0)
+        up.stop()
+
+
+def bogus_package(folder):
+    """A `pyk8s/` package in the folder that breaks whoever imports it."""
+    (folder / "pyk8s").mkdir()
+    (folder / "pyk8s" / "__init__.py").write_text("raise ImportError('the wrong pyk8s was imported')\n")
+
+
+def checkout_parent(folder):
+    """The folder a checkout was cloned into: `pyk8s/` has no __init__.py (a namespace package to `python -m`)."""
+    (folder / "pyk8s" / "pyk8s").mkdir(parents=True)
+    (folder / "pyk8s" / "pyproject.toml").write_text("[project]\nname = 'pyk8s'\n")
+
+
+@pytest.mark.parametrize("make_folder", [bogus_package, checkout_parent], ids=["bogus-package", "checkout-parent"])
+def test_up_from_a_folder_holding_a_pyk8s_dir_has_healthy_components(tmp_path, make_folder):
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    make_folder(cwd)
+    up = Up(tmp_path / "data", 0, cwd=cwd)
+    try:
+        assert up.stdout_line().startswith("export KUBECONFIG=")
+        for name, (_, url) in up.components().items():
+            assert https_get(url) == (200, "ok"), name
+            assert https_get(url.replace("/healthz", "/readyz")) == (200, "ok"), name
+        assert "exited" not in up.stderr
+        # The data directory `up` made is private (tests/apiserver/test_data_dir_modes.py has the details).
+        for d in (tmp_path / "data", tmp_path / "data" / "logs"):
+            assert stat.S_IMODE(d.stat().st_mode) == 0o700, d
+    finally:
+        assert up.stop() == 0, up.stderr
+
+
+def test_a_killed_component_is_reported_restarted_and_healthy_again(tmp_path):
+    up = Up(tmp_path / "data", 0, extra=("--v", "1"))  # -v 1: the components log what they do, so a tail exists
+    try:
+        assert up.stdout_line().startswith("export KUBECONFIG=")
+        before = up.components()
+        mark = len(up.err_lines)
+        for pid, _ in before.values():
+            os.kill(pid, signal.SIGKILL)
+        for name, (old_pid, _) in before.items():
+            up.wait_stderr(rf"^{name} exited \(killed by SIGKILL\) after [\d.]+s; its last log lines", start=mark)
+            up.wait_stderr(rf"^restarting {name} in 1s$", start=mark)
+            m = up.wait_stderr(rf"^{name} is healthy again: pid (\d+), (https://\S+/healthz)$", start=mark)
+            assert int(m.group(1)) != old_pid
+            assert https_get(m.group(2)) == (200, "ok")
+        # The tail shown was the component's own output (at -v 1 it says where it serves health).
+        assert re.search(r"^  scheduler \| .*serving health and metrics", up.stderr, re.M), up.stderr
+        log = (tmp_path / "data" / "logs" / "scheduler.log").read_text()
+        assert log.count("starting: ") == 2 and "serving health and metrics" in log
+    finally:
+        assert up.stop() == 0, up.stderr

@@ -256,3 +256,18 @@ async def test_the_write_ahead_log_is_checkpointed_into_the_database_while_write
         assert await store.count("/registry/configmaps/") == 800
     async with Store(SqliteKV(tmp_path), compaction_interval=0) as store:
         assert await store.count("/registry/configmaps/") == 800
+
+
+async def test_store_files_are_private_but_a_named_databases_folder_is_left_alone(tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o755)
+    os.chmod(shared, 0o755)
+    old = os.umask(0o022)  # what most users have: SQLite alone would make the files world-readable
+    try:
+        async with Store(SqliteKV(shared / "cluster.db"), compaction_interval=0) as store:
+            await store.create("/registry/pods/a/x", {"metadata": {"name": "x"}})
+            names = ["cluster.db", "cluster.db-wal", "cluster.db-shm", "cluster.db.lock"]
+            assert {n: oct(os.stat(shared / n).st_mode & 0o777) for n in names} == dict.fromkeys(names, "0o600")
+    finally:
+        os.umask(old)
+    assert os.stat(shared).st_mode & 0o777 == 0o755  # a folder the user named a file in is theirs
