@@ -23,7 +23,7 @@ class GoTimeError(ValueError):
 def _days_from_civil(y: int, m: int, d: int) -> int:
     # Days since 1970-01-01 in the proleptic Gregorian calendar (Howard Hinnant's algorithm).
     y -= m <= 2
-    era = (y if y >= 0 else y - 399) // 400
+    era = y // 400  # Python's // floors, which is what the algorithm's era needs
     yoe = y - era * 400
     doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
     doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
@@ -32,7 +32,7 @@ def _days_from_civil(y: int, m: int, d: int) -> int:
 
 def _civil_from_days(z: int) -> tuple[int, int, int]:
     z += 719468
-    era = (z if z >= 0 else z - 146096) // 146097
+    era = z // 146097
     doe = z - era * 146097
     yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
     doy = doe - (365 * yoe + yoe // 4 - yoe // 100)

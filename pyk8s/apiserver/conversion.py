@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from typing import Any
 
 import orjson
 
-from ..api.meta import Object
+from ..api.meta import Object, json_copy
 from ..api.resources import Resource
 from ..api.selectors import FieldRequirement, FieldSelector
+from ..api.types.codec import codec_for
 
 Converter = Callable[[Object], Object]
 
@@ -106,6 +108,22 @@ def _hpa_v2_to_v1(obj: Object) -> Object:
     return out
 
 
+class ConversionError(ValueError):
+    """A value that cannot be converted (an annotation that does not hold what it should); the client's input."""
+
+
+def _annotation_json(annotations: dict[str, str], key: str, want: type) -> Any:
+    """The JSON value an autoscaling/v1 annotation carries, of the type `want`."""
+    try:
+        value = orjson.loads(annotations.pop(key))
+    except (orjson.JSONDecodeError, TypeError) as e:
+        raise ConversionError(f"the annotation {key} is not valid JSON: {e}") from None
+    if not isinstance(value, want):
+        kind = "array" if want is list else "object"
+        raise ConversionError(f"the annotation {key} must hold a JSON {kind}")
+    return value
+
+
 def _hpa_v1_to_v2(obj: Object) -> Object:
     md = copy.deepcopy(obj.get("metadata", {}))
     annotations = dict(md.get("annotations") or {})
@@ -123,11 +141,11 @@ def _hpa_v1_to_v2(obj: Object) -> Object:
             }
         )
     if _HPA_METRICS in annotations:
-        metrics += orjson.loads(annotations.pop(_HPA_METRICS))
+        metrics += _annotation_json(annotations, _HPA_METRICS, list)
     if metrics:
         spec["metrics"] = metrics
     if _HPA_BEHAVIOR in annotations:
-        spec["behavior"] = orjson.loads(annotations.pop(_HPA_BEHAVIOR))
+        spec["behavior"] = _annotation_json(annotations, _HPA_BEHAVIOR, dict)
     status: Object = {}
     for k in ("observedGeneration", "lastScaleTime", "currentReplicas", "desiredReplicas"):
         if k in status1:
@@ -144,11 +162,11 @@ def _hpa_v1_to_v2(obj: Object) -> Object:
             }
         )
     if _HPA_CURRENT in annotations:
-        current += orjson.loads(annotations.pop(_HPA_CURRENT))
+        current += _annotation_json(annotations, _HPA_CURRENT, list)
     if current:
         status["currentMetrics"] = current
     if _HPA_CONDITIONS in annotations:
-        status["conditions"] = orjson.loads(annotations.pop(_HPA_CONDITIONS))
+        status["conditions"] = _annotation_json(annotations, _HPA_CONDITIONS, list)
     if annotations:
         md["annotations"] = annotations
     else:
@@ -181,7 +199,13 @@ def convert(obj: Object, source: Resource, target: Resource) -> Object:
     fn = _CONVERTERS.get((source.group_version, target.group_version, target.kind))
     if fn is None:
         raise ValueError(f"no conversion from {source.group_version} to {target.group_version} for {target.kind}")
-    return fn(obj)
+    converted = fn(obj)
+    codec = codec_for(target.group, target.version, target.kind)
+    if codec is None:
+        return converted
+    # In the target's stored form too (its zero values, its omitempty); a copy first, as the converters share
+    # values with their input and the decode works in place.
+    return codec.decode(json_copy(converted))  # type: ignore[no-any-return]
 
 
 # events.k8s.io/v1 selects on its own field names, mapped onto the stored core Event's (upstream: the

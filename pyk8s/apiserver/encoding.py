@@ -11,11 +11,20 @@ from typing import Any
 import orjson
 import yaml
 from aiohttp import web
+from aiohttp.web_protocol import RequestPayloadError
 
 from ..api import errors, goyaml, schema
 from ..api.meta import Object
 from ..api.resources import Resource
-from ..api.types.codec import DecodeError, Unknown, codec_for, unknown_paths
+from ..api.types.codec import (
+    DecodeError,
+    Unknown,
+    codec_for,
+    decoder_for,
+    go_type_name,
+    json_kind,
+    unknown_paths,
+)
 from .negotiation import JSON, YAML, Output, body_format
 
 MAX_BODY_BYTES = 3 * 1024 * 1024
@@ -30,7 +39,11 @@ async def read_body(request: web.Request, limit: int = MAX_BODY_BYTES) -> bytes:
     size = 0
     while True:
         # read(n) returns what has arrived, up to n bytes: keep reading until the end of the body.
-        chunk = await request.content.read(limit + 1 - size)
+        try:
+            chunk = await request.content.read(limit + 1 - size)
+        except RequestPayloadError as e:
+            # A body that is not what its Content-Encoding says, or one cut short.
+            raise errors.bad_request(f"error reading the request body: {e.__cause__ or e}") from None
         if not chunk:
             return b"".join(chunks)
         chunks.append(chunk)
@@ -149,6 +162,23 @@ def typed_object(obj: Object, served: Resource, mode: str, duplicates: list[str]
     if problems and mode == "Strict":
         raise errors.bad_request("strict decoding error: " + ", ".join(problems))
     return typed, problems
+
+
+def typed_body(raw: Any, type_name: str, kind: str, version: str = "v1") -> Object:
+    """A request body of a kind that is not stored (Binding, Eviction, DeleteOptions, Scale) read into its Go
+    type (`type_name` in the type table); 400 with upstream's decode message when it does not fit."""
+    if not isinstance(raw, dict):
+        raise errors.bad_request(
+            f"{kind} in version {errors.go_quote(version)} cannot be handled as a {kind}: "
+            f"json: cannot unmarshal {json_kind(raw)} into Go value of type {go_type_name(type_name)}"
+        )
+    try:
+        typed: Object = decoder_for(type_name).decode(raw, None)
+    except DecodeError as e:
+        raise errors.bad_request(
+            f"{kind} in version {errors.go_quote(version)} cannot be handled as a {kind}: {e}"
+        ) from None
+    return typed
 
 
 def typed_patch_result(obj: Object, served: Resource, mode: str, shown: Callable[[], Any]) -> tuple[Object, list[str]]:

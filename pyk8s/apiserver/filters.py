@@ -22,6 +22,8 @@ from .request_info import request_info
 
 log = logging.getLogger("pyk8s.apiserver")
 
+PANIC_MESSAGE = "the server could not serve this request; the error is in the API server's log"
+
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 PUBLIC_PATHS = ("/version", "/healthz", "/livez", "/readyz")
 _TIMEOUT_PARAM = re.compile(r"^(\d+(?:\.\d+)?)(ns|us|ms|s|m|h)?$")
@@ -198,8 +200,9 @@ def build_middlewares(cfg: ChainConfig, inflight: dict[str, int]) -> list[Any]:
             code = 499
             raise
         except Exception as err:  # never a traceback to the client, never a dead server
-            log.exception("panic serving %s %s", request.method, request.path_qs)
-            return status_response(errors.internal_error(f"{type(err).__name__}: {err}"))
+            # The traceback goes to the log; the client learns that it was the server's fault, not how.
+            log.exception("panic serving %s %s: %s", request.method, request.path_qs, type(err).__name__)
+            return status_response(errors.internal_error(PANIC_MESSAGE))
         finally:
             if cfg.on_request_done is not None:
                 cfg.on_request_done(request, code, time.perf_counter() - start)

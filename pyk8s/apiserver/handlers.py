@@ -8,6 +8,7 @@ format the client accepted (JSON, YAML or a Table).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -19,9 +20,10 @@ from ..api.meta import Object
 from ..api.patch import PatchError, json_patch, merge_patch, strategic_merge
 from ..api.resources import Resource, ResourceTable
 from ..api.selectors import SelectorError, parse_field_selector, parse_label_selector
+from ..api.types.codec import DecodeError
 from ..storage import Preconditions
 from . import tables
-from .conversion import convert, convert_field_selector
+from .conversion import ConversionError, convert, convert_field_selector
 from .encoding import (
     body_object,
     decode,
@@ -29,6 +31,7 @@ from .encoding import (
     go_value,
     read_body,
     respond,
+    typed_body,
     typed_object,
     typed_patch_result,
 )
@@ -45,6 +48,9 @@ from .registry.rest import Context, DeleteOptions, ListOptions, RESTStore
 from .request_info import RequestInfo
 from .subresources import Subresources
 
+_INT64 = re.compile(r"[+-]?[0-9]+", re.ASCII)
+DELETE_OPTIONS = "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions"
+
 # Upstream's bound on the operations of one JSON patch (handlers/patch.go maxJSONPatchOperations).
 MAX_JSON_PATCH_OPERATIONS = 10000
 
@@ -53,13 +59,16 @@ RETURNS_DELETED_OBJECT = {("", "pods"), ("", "services"), ("", "persistentvolume
 
 
 def query_int(query: Any, name: str) -> int | None:
+    """A query parameter read as upstream's parameter codec reads an int64 (strconv.ParseInt, with its errors)."""
     raw = query.get(name)
     if raw in (None, ""):
         return None
-    try:
-        return int(raw)
-    except ValueError:
-        raise errors.bad_request(f"invalid {name} {errors.go_quote(raw)}: must be an integer") from None
+    if not _INT64.fullmatch(raw):
+        raise errors.bad_request(f"strconv.ParseInt: parsing {errors.go_quote(raw)}: invalid syntax")
+    value = int(raw) if len(raw) < 30 else 2**64  # (Python's int() refuses thousands of digits)
+    if not -(2**63) <= value < 2**63:
+        raise errors.bad_request(f"strconv.ParseInt: parsing {errors.go_quote(raw)}: value out of range")
+    return value
 
 
 def dry_run(values: list[str]) -> bool:
@@ -100,7 +109,13 @@ class Resolved:
         return convert(obj, self.rest.resource, self.served)
 
     def to_storage(self, obj: Object) -> Object:
-        return convert(obj, self.served, self.rest.resource)
+        try:
+            return convert(obj, self.served, self.rest.resource)
+        except (ConversionError, DecodeError) as e:
+            kind, version = self.served.kind, self.served.version
+            raise errors.bad_request(
+                f"{kind} in version {errors.go_quote(version)} cannot be handled as a {kind}: {e}"
+            ) from None
 
 
 class ResourceHandlers:
@@ -136,6 +151,11 @@ class ResourceHandlers:
         return Resolved(served, self.store_for(served), info)
 
     async def serve(self, request: web.Request, info: RequestInfo, ctx: Context) -> web.StreamResponse:
+        if info.api_group == "" and info.resource == "bindings" and info.namespace and len(info.parts) == 1:
+            # The `bindings` resource stores nothing: a Binding assigns the pod it names (upstream: BindingREST).
+            if info.verb != "create":
+                raise errors.method_not_supported("bindings", info.verb)
+            return await self.subresources.binding(request, info, ctx)
         r = self.resolve(info)
         if info.subresource and info.subresource != "status":
             return await self.subresources.serve(request, r, ctx)
@@ -336,9 +356,7 @@ async def delete_options(request: web.Request) -> DeleteOptions:
     data = await read_body(request)
     if data.strip():
         raw, _ = decode(data, request.headers.get("Content-Type"))
-        if not isinstance(raw, dict):
-            raise errors.bad_request("the body of a DELETE must be a DeleteOptions object")
-        body = raw
+        body = typed_body(raw, DELETE_OPTIONS, "DeleteOptions")
     q = request.query
     grace = body.get("gracePeriodSeconds")
     if q.get("gracePeriodSeconds"):

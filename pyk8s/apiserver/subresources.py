@@ -11,9 +11,14 @@ from aiohttp import web
 from ..api import errors
 from ..api.meta import Object, rfc3339, set_condition
 from ..storage import Preconditions
-from .encoding import decode, read_body, respond
+from .encoding import decode, read_body, respond, typed_body
 from .negotiation import Output
 from .registry.rest import Context, DeleteOptions
+from .request_info import RequestInfo
+
+_BINDING = "io.k8s.api.core.v1.Binding"
+_EVICTION = "io.k8s.api.policy.v1.Eviction"
+_SCALE = "io.k8s.api.autoscaling.v1.Scale"
 
 if TYPE_CHECKING:
     from .handlers import Resolved, ResourceHandlers
@@ -66,7 +71,7 @@ class Subresources:
         if sub == "scale":
             return await self.scale(request, r, ctx)
         if sub == "binding":
-            return await self.binding(request, r, ctx)
+            return await self.binding(request, r.info, ctx)
         if sub == "eviction":
             return await self.eviction(request, r, ctx)
         if sub == "ephemeralcontainers" and r.info.verb == "get":
@@ -122,10 +127,19 @@ class Subresources:
         result, _ = await r.rest.update(r.info.namespace, r.info.name, updater, c)
         return respond(scale_of(result), out)
 
-    async def binding(self, request: web.Request, r: Resolved, ctx: Context) -> web.Response:
+    async def binding(self, request: web.Request, info: RequestInfo, ctx: Context) -> web.Response:
+        """`pods/<name>/binding`, and the `bindings` resource (the pod named by the Binding's name)."""
         raw, _ = decode(await read_body(request), request.headers.get("Content-Type"))
+        binding = typed_body(raw, _BINDING, "Binding")
+        name = (binding.get("metadata") or {}).get("name") or ""
+        if info.subresource:
+            if name and name != info.name:
+                raise errors.bad_request("name in URL does not match name in Binding object")
+            name = info.name
+        elif not name:
+            raise errors.bad_request("Name parameter required.")
         pods = self.handlers.store_for(self.handlers.table.get("", "v1", "pods"))  # type: ignore[arg-type]
-        return await bind_pod(pods, r.info.namespace, r.info.name, raw, self.handlers._context(request, ctx))
+        return await bind_pod(pods, info.namespace, name, binding, self.handlers._context(request, ctx))
 
     async def eviction(self, request: web.Request, r: Resolved, ctx: Context) -> web.Response:
         raw, _ = decode(await read_body(request), request.headers.get("Content-Type"))
@@ -149,11 +163,14 @@ async def bind_pod(pods: Any, namespace: str, name: str, binding: Any, ctx: Cont
     """Assign a pod to the node a Binding names (upstream: the pod registry's BindingREST)."""
     if not isinstance(binding, dict):
         raise errors.bad_request("the body must be a Binding object")
-    name = (binding.get("metadata") or {}).get("name") or name
     target = binding.get("target") or {}
     node = target.get("name", "")
     if not node:
         raise errors.invalid_object("Binding", name, [errors.required("target.name", "")])
+    if target.get("kind") not in ("", None, "Node"):
+        raise errors.invalid_object(
+            "Binding", name, [errors.not_supported("target.kind", target["kind"], ["Node", "<empty>"])]
+        )
     annotations = (binding.get("metadata") or {}).get("annotations") or {}
 
     async def assign(pod: Object | None) -> Object:

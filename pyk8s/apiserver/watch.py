@@ -28,6 +28,10 @@ if TYPE_CHECKING:
 MIN_REQUEST_TIMEOUT = 1800
 
 
+# A watch asking for longer than this (a year) gets this: the event loop's timers take nothing larger.
+MAX_WATCH_SECONDS = 365 * 24 * 3600
+
+
 class WatchMetrics:
     """Counters the server exports for watches (set by the server)."""
 
@@ -46,12 +50,11 @@ class WatchServer:
         self.min_request_timeout = min_request_timeout
 
     def timeout(self, query: Any) -> float:
-        raw = query.get("timeoutSeconds")
-        if raw:
-            try:
-                return max(0.0, float(int(raw)))
-            except ValueError:
-                raise errors.bad_request(f"invalid timeoutSeconds {errors.go_quote(raw)}") from None
+        from .handlers import query_int
+
+        seconds = query_int(query, "timeoutSeconds")
+        if seconds is not None:
+            return float(min(max(0, seconds), MAX_WATCH_SECONDS))
         return self.min_request_timeout * (1 + random.random())
 
     async def serve(

@@ -181,14 +181,19 @@ class Float(Decoder):
         return 0
 
 
-def _go_base64_error(s: str) -> str:
-    # Go's base64.CorruptInputError names the offset of the first byte it could not use.
-    alphabet = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
-    stripped = [c for c in s if c not in "\r\n"]
-    for i, c in enumerate(stripped):
-        if c not in alphabet:
+_BASE64 = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+
+
+def _go_base64_error(text: str) -> str:
+    """Go's base64.CorruptInputError for `text` (line breaks removed): the offset of the first byte it could not
+    use, a character outside the alphabet first, then an incomplete or wrongly padded quantum."""
+    for i, c in enumerate(text):
+        if c not in _BASE64 and c != "=":
             return f"illegal base64 data at input byte {i}"
-    return f"illegal base64 data at input byte {len(stripped) - len(stripped) % 4}"
+    if len(text) % 4:
+        return f"illegal base64 data at input byte {len(text) - len(text) % 4}"
+    pad = text.find("=")
+    return f"illegal base64 data at input byte {pad if pad >= 0 else 0}"
 
 
 class Bytes(Decoder):
@@ -202,9 +207,11 @@ class Bytes(Decoder):
             raise self.mismatch(v)
         text = v.replace("\r", "").replace("\n", "") if ("\n" in v or "\r" in v) else v
         try:
+            if len(text) % 4:  # Go's StdEncoding wants whole, padded quanta
+                raise ValueError
             raw = base64.b64decode(text, validate=True)
         except (binascii.Error, ValueError):
-            raise DecodeError(message=_go_base64_error(v)) from None
+            raise DecodeError(message=_go_base64_error(text)) from None
         out = base64.b64encode(raw).decode()
         return out
 
@@ -231,8 +238,8 @@ class Time(Decoder):
 
     def decode(self, v: Any, unknown: Unknown | None) -> Any:
         if type(v) is not str:
-            # the Unmarshaler reads a string first, with a decoder of its own (no field context)
-            raise DecodeError(message=f"json: cannot unmarshal {json_kind(v)} into Go value of type string")
+            # The Unmarshaler reads a string first; Go's decoder puts the field's context on that error too.
+            raise DecodeError(json_kind(v), "string")
         try:
             return gotime.normalize_micro_time(v) if self.micro else _normal_time(v)
         except gotime.GoTimeError as e:
@@ -253,7 +260,7 @@ class Duration(Decoder):
         from ..duration import format_go_duration, parse_go_duration
 
         if type(v) is not str:
-            raise DecodeError(message=f"json: cannot unmarshal {json_kind(v)} into Go value of type string")
+            raise DecodeError(json_kind(v), "string")
         try:
             return format_go_duration(parse_go_duration(v))
         except ValueError as e:
@@ -264,6 +271,9 @@ class Duration(Decoder):
 
 
 class Quantity(Decoder):
+    """`resource.Quantity`: a string, or a JSON number read from its literal. (A number in exponent form, `1e9`,
+    reaches Python as a float and is read from Python's spelling of it: `1G` where upstream keeps `1e9`.)"""
+
     struct_like = True
     go_name = "resource.Quantity"
 
@@ -299,7 +309,7 @@ class IntOrString(Decoder):
             return v
         if type(v) is int and -(2**31) <= v < 2**31:
             return v
-        # the Unmarshaler reads an int32 with a decoder of its own (no field context)
+        # The Unmarshaler reads an int32; Go's decoder puts the field's context on that error too.
         what = f"number {number_literal(v)}" if type(v) in (int, float) else json_kind(v)
         raise DecodeError(what, "int32")
 

@@ -63,9 +63,10 @@ class TokenAuthenticator:
         scheme, _, token = header.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             raise InvalidCredentials("invalid bearer token")
-        token = token.strip()
+        # Compared as bytes: a header may carry any character, and compare_digest takes only ASCII str.
+        presented = token.strip().encode("utf-8", "replace")
         for known, user in self.tokens.items():
-            if hmac.compare_digest(known, token):
+            if hmac.compare_digest(known.encode(), presented):
                 return _authenticated(user)
         raise InvalidCredentials("invalid bearer token")
 

@@ -669,7 +669,6 @@ class ReplicationControllerStrategy(Strategy):
         spec = obj.setdefault("spec", {})
         if isinstance(spec, dict):
             spec.setdefault("replicas", 1)
-            spec.setdefault("minReadySeconds", 0)
             template = spec.get("template")
             if isinstance(template, dict):
                 labels = (template.get("metadata") or {}).get("labels") or {}

@@ -15,7 +15,7 @@ import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from ...api import errors, managed_fields, meta, schema
+from ...api import errors, managed_fields, meta, schema, validation
 from ...api.errors import StatusError
 from ...api.meta import Object, json_copy
 from ...api.resources import Resource
@@ -129,6 +129,10 @@ class RESTStore:
     # -- helpers ---------------------------------------------------------------------------------------
 
     def key(self, namespace: str, name: str) -> str:
+        # Upstream's key functions refuse a name that is not a path segment before anything reaches storage.
+        if name in (".", "..") or "/" in name or "%" in name:
+            msgs = validation.is_valid_path_segment_name(name)
+            raise errors.bad_request(f"Name parameter invalid: {errors.go_quote(name)}: {';'.join(msgs)}")
         return self.resource.key(namespace, name)
 
     def not_found(self, name: str) -> StatusError:
