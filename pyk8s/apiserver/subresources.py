@@ -10,6 +10,7 @@ from aiohttp import web
 
 from ..api import errors
 from ..api.meta import Object, rfc3339, set_condition
+from ..api.types.codec import decoder_for
 from ..storage import Preconditions
 from .encoding import decode, read_body, respond, typed_body
 from .negotiation import Output
@@ -53,13 +54,15 @@ def scale_of(obj: Object) -> Object:
     sel = selector_string(obj)
     if sel:
         status["selector"] = sel
-    return {
+    scale = {
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",
         "metadata": meta,
         "spec": {"replicas": spec_replicas},
         "status": status,
     }
+    typed: Object = decoder_for(_SCALE).decode(scale, None)  # as upstream writes it: replicas 0 is left out
+    return typed
 
 
 class Subresources:
@@ -90,8 +93,7 @@ class Subresources:
         data = await read_body(request)
         if r.info.verb == "update":
             raw, _ = decode(data, request.headers.get("Content-Type"))
-            if not isinstance(raw, dict):
-                raise errors.bad_request("the body must be a Scale object")
+            raw = typed_body(raw, _SCALE, "Scale")
 
             def new_scale(current: Object) -> Object:
                 return raw
@@ -105,7 +107,7 @@ class Subresources:
                 patched = apply(current)
                 if not isinstance(patched, dict):
                     raise errors.bad_request("the patch did not produce a Scale")
-                return patched
+                return typed_body(patched, _SCALE, "Scale")
 
         async def updater(existing: Object | None) -> Object:
             if existing is None:
@@ -143,9 +145,8 @@ class Subresources:
 
     async def eviction(self, request: web.Request, r: Resolved, ctx: Context) -> web.Response:
         raw, _ = decode(await read_body(request), request.headers.get("Content-Type"))
-        if not isinstance(raw, dict):
-            raise errors.bad_request("the body must be an Eviction object")
-        name = (raw.get("metadata") or {}).get("name", r.info.name)
+        raw = typed_body(raw, _EVICTION, "Eviction")
+        name = (raw.get("metadata") or {}).get("name") or r.info.name
         if name != r.info.name:
             raise errors.bad_request("name in URL does not match name in Eviction object")
         del_opts = raw.get("deleteOptions") or {}

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import os
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -26,6 +27,7 @@ from ...storage import (
     ConflictError,
     GoneError,
     InvalidContinueError,
+    InvalidKeyError,
     InvalidObjectError,
     KeyExistsError,
     KeyNotFoundError,
@@ -52,6 +54,8 @@ log = logging.getLogger(__name__)
 
 GENERATE_NAME_RETRIES = 8
 _TRUSTED = frozenset({"spec"})
+# What storage keys cannot hold (storage/keys.py): a name with these is no object's name.
+_UNSTORABLE = re.compile(r"[\x00-\x1f\x7f]")
 MATCH_EXACT, MATCH_NOT_OLDER_THAN = "Exact", "NotOlderThan"
 
 
@@ -133,6 +137,9 @@ class RESTStore:
         if name in (".", "..") or "/" in name or "%" in name:
             msgs = validation.is_valid_path_segment_name(name)
             raise errors.bad_request(f"Name parameter invalid: {errors.go_quote(name)}: {';'.join(msgs)}")
+        if _UNSTORABLE.search(name) or _UNSTORABLE.search(namespace) or len(name) + len(namespace) > 1024:
+            # No object can have this name (creates validate names first), so none is found.
+            raise self.not_found(name)
         return self.resource.key(namespace, name)
 
     def not_found(self, name: str) -> StatusError:
@@ -196,7 +203,8 @@ class RESTStore:
                 raise errors.bad_request(f"field label not supported: {f}")
 
     def _storage_error(self, err: StorageError, name: str = "") -> StatusError:
-        if isinstance(err, KeyNotFoundError):
+        if isinstance(err, KeyNotFoundError | InvalidKeyError):
+            # A name storage cannot hold (a control character) names no object: none can have been created.
             return self.not_found(name)
         if isinstance(err, KeyExistsError):
             return errors.already_exists(self.resource.plural, name, self.resource.group)
