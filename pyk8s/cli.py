@@ -30,6 +30,9 @@ def version() -> None:
 
 
 def _run(coro_factory: Callable[[], Coroutine[Any, Any, Any]]) -> None:
+    from .rlimit import raise_nofile_limit
+
+    raise_nofile_limit()  # every long-running component, as Go's runtime does (see rlimit)
     try:
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is a dependency on Linux

@@ -3,13 +3,15 @@
 It opens storage (SQLite in the data directory, or etcd), starts a watch cache per resource, makes sure the
 system namespaces exist, and serves HTTPS (and plain HTTP only on an explicit loopback `--insecure-port`)
 through the handler chain in `filters`. On first start it creates the PKI and writes `admin.kubeconfig`.
+Connections are admitted as `connections` describes: a deadline for the TLS handshake and the request header,
+and a bound on connections that have not authenticated.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import socket
+import os
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,6 +23,7 @@ from ..api import errors
 from ..api.meta import Object
 from ..api.resources import TABLE, ResourceTable
 from ..file_modes import ensure_private_dir
+from ..rlimit import raise_nofile_limit
 from ..storage import StorageError, Store, open_storage
 from ..storage.cacher import Cacher
 from ..storage.compactor import DEFAULT_COMPACTION_INTERVAL
@@ -29,6 +32,7 @@ from .admission import Chain
 from .admission.namespace_lifecycle import NamespaceLifecycle
 from .authn import TokenAuthenticator, Union, UserInfo, X509Authenticator
 from .certs import ADMIN_GROUP, ADMIN_USER, PKI, ensure_pki, serving_names, write_kubeconfig
+from .connections import IDLE_TIMEOUT, READ_HEADER_TIMEOUT, GuardedSite, PendingConnections, default_max_pending
 from .encoding import respond, status_response
 from .filters import ChainConfig, build_middlewares
 from .handlers import ResourceHandlers
@@ -45,6 +49,12 @@ from .watch import WatchMetrics, WatchServer
 log = logging.getLogger("pyk8s.apiserver")
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+def _env_number(name: str, default: float) -> float:
+    """A default that a test may override through the environment of a `pyk8s apiserver` process it starts."""
+    raw = os.environ.get(name)
+    return float(raw) if raw else default
 
 
 @dataclass
@@ -65,6 +75,14 @@ class APIServerOptions:
     watch_cache_history: int = 100_000
     bookmark_interval: float = 60.0
     write_kubeconfig: bool = True
+    # How long a connection may take over its TLS handshake, and then over its first request header (upstream:
+    # ReadHeaderTimeout). Upstream has no flag for it; PYK8S_READ_HEADER_TIMEOUT exists for tests.
+    read_header_timeout: float = field(
+        default_factory=lambda: _env_number("PYK8S_READ_HEADER_TIMEOUT", READ_HEADER_TIMEOUT)
+    )
+    # How many connections may be open before authenticating (0: half the open-file limit, see connections).
+    # PYK8S_MAX_PENDING_CONNECTIONS exists for tests.
+    max_pending_connections: int = field(default_factory=lambda: int(_env_number("PYK8S_MAX_PENDING_CONNECTIONS", 0)))
 
     @property
     def storage_url(self) -> str:
@@ -86,6 +104,11 @@ class APIServer:
         self.handlers: ResourceHandlers | None = None
         self.watches = WatchServer(self.watch_metrics, options.min_request_timeout)
         self._runners: list[web.AppRunner] = []
+        # The bound on pending connections is set again in start(), once the file limit has been raised.
+        self.connections = PendingConnections(
+            max_pending=options.max_pending_connections or default_max_pending(1024),
+            header_timeout=options.read_header_timeout,
+        )
         self.secure_port = 0
         self.insecure_port = 0
         self._stopped = asyncio.Event()
@@ -120,6 +143,9 @@ class APIServer:
 
     async def start(self) -> None:
         opts = self.options
+        nofile = raise_nofile_limit()  # as Go's runtime does for kube-apiserver: see rlimit
+        if not opts.max_pending_connections:
+            self.connections.max_pending = default_max_pending(nofile)
         ensure_private_dir(opts.data_dir)  # 0700: it holds the CA key and the admin's credentials
         self.pki = ensure_pki(opts.data_dir, serving_names(opts.bind_address, opts.tls_sans))
         self.store = await open_storage(opts.storage_url, compaction_interval=opts.compaction_interval)
@@ -147,6 +173,7 @@ class APIServer:
         for runner in self._runners:
             for site in list(runner.sites):
                 await site.stop()
+        self.connections.abort_all()
         for c in self.cachers:
             await c.stop()
         self.cachers.clear()
@@ -219,7 +246,7 @@ class APIServer:
             max_requests_inflight=opts.max_requests_inflight,
             max_mutating_requests_inflight=opts.max_mutating_requests_inflight,
             request_timeout=opts.request_timeout,
-            on_request_done=self.metrics.observe,
+            on_request_done=self._request_done,
         )
         app = web.Application(middlewares=build_middlewares(cfg, self._inflight), client_max_size=4 * 1024 * 1024)
         app.router.add_route("*", "/{tail:.*}", self.dispatch)
@@ -249,19 +276,27 @@ class APIServer:
             self.insecure_port = await self._listen(app, opts.insecure_bind_address, opts.insecure_port, None)
 
     async def _listen(self, app: web.Application, host: str, port: int, ssl_ctx: ssl.SSLContext | None) -> int:
-        runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=10)
+        runner = web.AppRunner(
+            app, access_log=None, handle_signals=False, shutdown_timeout=10, keepalive_timeout=IDLE_TIMEOUT
+        )
         await runner.setup()
         self._runners.append(runner)
-        site = web.TCPSite(runner, host, port, ssl_context=ssl_ctx, backlog=4096, reuse_address=True)
+        site = GuardedSite(runner, host, port, self.connections, ssl_context=ssl_ctx, backlog=4096)
         await site.start()
-        server = site._server
-        assert server is not None
-        sockets: list[socket.socket] = list(server.sockets)  # type: ignore[attr-defined]
-        return int(sockets[0].getsockname()[1])
+        return site.port
+
+    def _request_done(self, request: web.Request, code: int, seconds: float) -> None:
+        """After every request: metrics, and a connection that has not authenticated is not kept alive."""
+        self.metrics.observe(request, code, seconds)
+        user: UserInfo | None = request.get("user")
+        if self.connections.request_seen(request.protocol, user is not None and not user.anonymous):
+            request.protocol.close()
 
     # -- dispatch --------------------------------------------------------------------------------------
 
     async def dispatch(self, request: web.Request) -> web.StreamResponse:
+        # An authenticated request ends its connection's pending state now, not when it ends (a watch is long).
+        self.connections.request_seen(request.protocol, not request["user"].anonymous)
         info = request["info"]
         if info.is_resource_request:
             assert self.handlers is not None

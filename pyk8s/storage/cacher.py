@@ -7,6 +7,13 @@ labels and fields; an object that stops matching reaches a watcher as DELETED an
 ADDED, as upstream does. A watcher that cannot keep up is ended, and its client resumes from the last
 resourceVersion it saw. Events are shared by every watcher: whatever a handler caches on them (such as
 their JSON encoding) is computed once.
+
+Reads that must be at least as fresh as a revision (`wait_until_fresh`) wait for the cache to reach it. While
+some do and storage supports reliable progress requests, one progress request at a time goes to storage: the
+next one once the previous has been answered (or after `PROGRESS_REQUEST_PERIOD`), so the wait is about one
+round trip to storage however many readers wait (upstream: conditionalProgressRequester, which asks every 100 ms
+instead). Without that support the cache waits for events and storage's periodic progress notifications, and the
+registry serves consistent reads from storage instead.
 """
 
 from __future__ import annotations
@@ -23,12 +30,18 @@ from typing import Any
 from . import codec
 from .codec import Object
 from .errors import GoneError, TooLargeResourceVersionError
-from .interface import ADDED, BOOKMARK, DELETED, MODIFIED, Storage, Watch, WatchEvent
+from .interface import ADDED, BOOKMARK, DELETED, MODIFIED, REQUEST_WATCH_PROGRESS, Storage, Watch, WatchEvent
 from .keys import range_end
 
 log = logging.getLogger(__name__)
 
 Attrs = Callable[[Object], tuple[Mapping[str, str], Mapping[str, str]]]  # (labels, fields)
+
+# Upstream's progressRequestPeriod: how long a progress request may go unanswered before the next one (etcd
+# before 3.5.13 ignores a request while the watch is catching up).
+PROGRESS_REQUEST_PERIOD = 0.1
+# Upstream's blockTimeout: how long a read waits for the cache to reach its revision before answering 504.
+FRESHNESS_TIMEOUT = 3.0
 
 
 @dataclass(frozen=True)
@@ -150,10 +163,11 @@ class CacheWatcher:
         self.bookmarks = bookmarks
         self.queue: asyncio.Queue[WatchedEvent | BaseException | None] = asyncio.Queue(queue_size)
         self.last_revision = 0
+        self.after = 0  # events at or before this revision are not for this watcher (it started after them)
         self.stopped = False
 
     def offer(self, event: CacheEvent) -> None:
-        if self.stopped or not event.key.startswith(self.prefix):
+        if self.stopped or event.revision <= self.after or not event.key.startswith(self.prefix):
             return
         typ = _as_seen(event, self.predicate)
         if typ is None:
@@ -256,16 +270,22 @@ class Cacher:
         self.revision = 0
         self._watchers: set[CacheWatcher] = set()
         self._ready = asyncio.Event()
-        self._advanced = asyncio.Event()
+        self._advanced = asyncio.Event()  # set (and replaced) whenever the revision advances
+        self._progressed = asyncio.Event()  # set (and replaced) at each progress notification from storage
         self._task: asyncio.Task[None] | None = None
         self._watch: Watch | None = None
         self._bookmark_task: asyncio.Task[None] | None = None
+        self._waiting = 0  # reads waiting in wait_until_fresh
+        self._wanted = 0  # the highest revision one of them waits for
+        self._progress_wanted = asyncio.Event()
+        self._progress_task: asyncio.Task[None] | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------------
 
     async def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name=f"cacher {self.prefix}")
         self._bookmark_task = asyncio.create_task(self._bookmarks(), name=f"cacher bookmarks {self.prefix}")
+        self._progress_task = asyncio.create_task(self._request_progress(), name=f"cacher progress {self.prefix}")
 
     async def wait_ready(self, timeout: float | None = None) -> None:
         if self._ready.is_set():
@@ -277,10 +297,10 @@ class Cacher:
         return self._ready.is_set()
 
     async def stop(self) -> None:
-        for t in (self._task, self._bookmark_task):
-            if t is not None:
-                t.cancel()
-        await asyncio.gather(*(t for t in (self._task, self._bookmark_task) if t), return_exceptions=True)
+        tasks = [t for t in (self._task, self._bookmark_task, self._progress_task) if t is not None]
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         for w in list(self._watchers):
             w.stop()
 
@@ -306,9 +326,14 @@ class Cacher:
             await self._relist()
             return
         self._watch = watch
-        async with watch:
-            async for ev in watch:
-                self._apply(ev)
+        if self._waiting:
+            self._progress_wanted.set()  # readers waited while there was no watch to ask
+        try:
+            async with watch:
+                async for ev in watch:
+                    self._apply(ev)
+        finally:
+            self._watch = None
 
     async def _initial_list(self) -> None:
         res = await self.storage.list(self.prefix)
@@ -346,6 +371,8 @@ class Cacher:
             if ev.revision > self.revision:
                 self.revision = ev.revision
                 self._signal()
+            self._progressed.set()
+            self._progressed = asyncio.Event()
             return
         key = ev.key
         prev = self._entries.get(key)
@@ -397,22 +424,49 @@ class Cacher:
 
     # -- reads -----------------------------------------------------------------------------------------
 
-    async def wait_until_fresh(self, revision: int, timeout: float = 3.0) -> None:
+    async def wait_until_fresh(self, revision: int, timeout: float = FRESHNESS_TIMEOUT) -> None:
         """Return once the cache has seen `revision`; TooLargeResourceVersionError after `timeout`."""
         if self.revision >= revision and self._ready.is_set():
             return
         await self.wait_ready(timeout=30.0)
-        deadline = asyncio.get_running_loop().time() + timeout
-        if self.revision < revision and self._watch is not None:
-            await self._watch.request_progress()
-        while self.revision < revision:
-            remaining = deadline - asyncio.get_running_loop().time()
-            if remaining <= 0:
-                raise TooLargeResourceVersionError(revision, self.revision)
-            try:
-                await asyncio.wait_for(self._advanced.wait(), remaining)
-            except TimeoutError:
-                pass
+        if self.revision >= revision:
+            return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        self._waiting += 1
+        self._wanted = max(self._wanted, revision)
+        self._progress_wanted.set()
+        try:
+            while self.revision < revision:
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    raise TooLargeResourceVersionError(revision, self.revision)
+                try:
+                    await asyncio.wait_for(self._advanced.wait(), remaining)
+                except TimeoutError:
+                    pass
+        finally:
+            self._waiting -= 1
+            if not self._waiting:
+                self._wanted = 0
+
+    async def _request_progress(self) -> None:
+        """While reads wait for a revision the cache has not reached, ask storage for progress notifications,
+        one request at a time (see the module docstring). Requests go out only when storage supports them
+        reliably: an unreliable answer could claim a revision whose events have not arrived yet."""
+        while True:
+            await self._progress_wanted.wait()
+            self._progress_wanted.clear()
+            while self._waiting and self._wanted > self.revision:
+                watch = self._watch
+                if watch is None or not self.storage.supports(REQUEST_WATCH_PROGRESS):
+                    break  # a new watch sets _progress_wanted again
+                answered = self._progressed
+                await watch.request_progress()
+                try:
+                    await asyncio.wait_for(answered.wait(), PROGRESS_REQUEST_PERIOD)
+                except TimeoutError:
+                    pass
 
     def get(self, key: str) -> Entry | None:
         return self._entries.get(key)
@@ -444,12 +498,11 @@ class Cacher:
         """A watch on keys under `prefix`.
 
         `from_revision` None or 0: ADDED events for the current matching objects first, then changes.
-        Otherwise every change after it; GoneError if the window no longer reaches back that far,
-        TooLargeResourceVersionError if the cache does not reach it within 3 seconds.
+        Otherwise every change after it; GoneError if the window no longer reaches back that far. A revision
+        the cache has not reached yet (one a list from storage returned) is not waited for: the watch starts
+        now and passes on the changes after that revision as they come (upstream's cacher does the same).
         """
         await self.wait_ready(timeout=30.0)
-        if from_revision:
-            await self.wait_until_fresh(from_revision)
         w = CacheWatcher(self, prefix, predicate, bookmarks, self.watcher_queue)
         if not from_revision:
             entries, rev = self.list(prefix, predicate)
@@ -471,6 +524,7 @@ class Cacher:
             for ev in backlog:
                 w.offer(ev)
             w.last_revision = max(w.last_revision, from_revision)
+            w.after = from_revision
         self._watchers.add(w)
         return w
 

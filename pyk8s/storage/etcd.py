@@ -6,7 +6,12 @@ issuing the same transactions kube-apiserver does: create is `If(mod_revision ==
 `If(mod_revision == R) Then Put Else Get`, delete `If(mod_revision == R) Then Delete Else Get`.
 
 Progress notifications (watch bookmarks) come from etcd itself at its
-`--experimental-watch-progress-notify-interval` (10 minutes by default; tests start etcd with 1 s).
+`--experimental-watch-progress-notify-interval` (10 minutes by default; tests start etcd with 1 s), and on
+request (`EtcdWatch.request_progress`). Requested ones are trusted only from etcd versions that deliver them in
+order with the watch's events, as upstream's feature support checker decides (apiserver/pkg/storage/feature):
+every endpoint's version is read with the Maintenance Status call, and `supports(REQUEST_WATCH_PROGRESS)` is true
+once one endpoint is known to be 3.4.31+ or 3.5.13+ and none is known to be older. Endpoints that cannot be
+reached are checked again with backoff (10 ms doubling to 15 s).
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ from __future__ import annotations
 import asyncio
 import collections
 import ipaddress
+import logging
+import re
 import socket
 from typing import Any
 
@@ -21,7 +28,20 @@ import grpc
 from aetcd import rpc
 
 from .errors import GoneError, StorageError, StorageUnavailableError, TooLargeResourceVersionError
-from .interface import ADDED, BOOKMARK, DELETED, MODIFIED, KeyValue, RangeResult, TxnResult, WatchEvent
+from .interface import (
+    ADDED,
+    BOOKMARK,
+    DELETED,
+    MODIFIED,
+    REQUEST_WATCH_PROGRESS,
+    Feature,
+    KeyValue,
+    RangeResult,
+    TxnResult,
+    WatchEvent,
+)
+
+log = logging.getLogger(__name__)
 
 COMPACT_REV_KEY = b"compact_rev_key"
 _MAX_MESSAGE = 2**31 - 1
@@ -37,6 +57,18 @@ def _translate(e: grpc.aio.AioRpcError, *, revision: int = 0) -> StorageError:
     if "required revision is a future revision" in details:
         return TooLargeResourceVersionError(revision, 0)
     return StorageUnavailableError(f"etcd: {e.code().name}: {details}")
+
+
+def progress_requests_reliable(version: str) -> bool:
+    """Whether etcd `version` answers progress requests in order with its watch events (upstream:
+    endpointSupportsRequestWatchProgress): 3.4.31+ within 3.4, 3.5.13+ from 3.5 (etcd issues 15220, fixed in
+    3.4.25 and 3.5.8, and 17507, fixed in 3.4.31 and 3.5.13). A version that does not parse is not trusted."""
+    m = re.fullmatch(r"v?(\d+)\.(\d+)\.(\d+)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?", version.strip())
+    if m is None:
+        return False
+    # A pre-release sorts before its release, as semantic versions do.
+    v = (int(m[1]), int(m[2]), int(m[3]), 0 if m[4] else 1)
+    return not (v < (3, 4, 31, 1) or (3, 5, 0, 1) <= v < (3, 5, 13, 1))
 
 
 def grpc_target(endpoints: list[str]) -> str:
@@ -64,6 +96,9 @@ class EtcdWatch:
         self._call = call
         self._events: collections.deque[WatchEvent] = collections.deque()
         self._stopped = False
+        # gRPC allows one write at a time on a stream: a second write while one is in flight fails the whole
+        # stream ("Internal error from Core"), which ended the watch cache's watch and made it relist.
+        self._writing = asyncio.Lock()
 
     def __aiter__(self) -> EtcdWatch:
         return self
@@ -121,7 +156,9 @@ class EtcdWatch:
 
     async def request_progress(self) -> None:
         """Ask etcd for a progress notification on this stream (a BOOKMARK at its current revision)."""
-        if not self._stopped:
+        async with self._writing:
+            if self._stopped:
+                return
             try:
                 await self._call.write(rpc.WatchRequest(progress_request=rpc.WatchProgressRequest()))
             except (grpc.aio.AioRpcError, asyncio.InvalidStateError):
@@ -150,6 +187,46 @@ class EtcdKV:
         self._channel: grpc.aio.Channel | None = None
         self._kv: Any = None
         self._watch: Any = None
+        # Whether progress requests can be trusted: None until an endpoint has told its version, then False for
+        # good as soon as one endpoint is too old (upstream keeps the same three states).
+        self._progress_reliable: bool | None = None
+        self._version_checks: list[asyncio.Task[None]] = []
+
+    def supports(self, feature: Feature) -> bool:
+        return feature == REQUEST_WATCH_PROGRESS and self._progress_reliable is True
+
+    async def _endpoint_version(self, endpoint: str) -> str:
+        async with grpc.aio.insecure_channel(endpoint) as channel:
+            resp = await rpc.MaintenanceStub(channel).Status(rpc.StatusRequest(), timeout=5)
+        return str(resp.version)
+
+    def _record_version(self, endpoint: str, version: str) -> None:
+        if progress_requests_reliable(version):
+            if self._progress_reliable is None:
+                self._progress_reliable = True
+        else:
+            if self._progress_reliable is not False:
+                log.info(
+                    "etcd %s is version %s, whose watch progress requests are not reliable (3.4.31+ or 3.5.13+ "
+                    "are): consistent reads are served from etcd, not from the watch cache",
+                    endpoint,
+                    version,
+                )
+            self._progress_reliable = False
+
+    async def _check_endpoint(self, endpoint: str, first_error: BaseException | None) -> None:
+        """Retry an endpoint whose version could not be read at start, with upstream's backoff."""
+        delay = 0.01
+        error = first_error
+        while True:
+            log.debug("etcd %s: version not known yet (%s); checking again in %.2fs", endpoint, error, delay)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 15.0)
+            try:
+                self._record_version(endpoint, await self._endpoint_version(endpoint))
+                return
+            except grpc.aio.AioRpcError as e:
+                error = e
 
     async def start(self) -> None:
         if self._channel is not None:
@@ -167,8 +244,20 @@ class EtcdKV:
         self._watch = rpc.WatchStub(self._channel)
         # Fail now, clearly, rather than on the first request.
         await self.current_revision()
+        versions = await asyncio.gather(*(self._endpoint_version(ep) for ep in self.endpoints), return_exceptions=True)
+        for ep, version in zip(self.endpoints, versions, strict=True):
+            if isinstance(version, str):
+                self._record_version(ep, version)
+            elif isinstance(version, grpc.aio.AioRpcError):
+                self._version_checks.append(asyncio.create_task(self._check_endpoint(ep, version)))
+            else:
+                raise version
 
     async def close(self) -> None:
+        for task in self._version_checks:
+            task.cancel()
+        await asyncio.gather(*self._version_checks, return_exceptions=True)
+        self._version_checks.clear()
         if self._channel is not None:
             await self._channel.close()
             self._channel = None

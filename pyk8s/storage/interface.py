@@ -8,6 +8,9 @@ Two layers, as upstream's etcd3 store sits on an etcd client:
 - `Storage` is what the API server's registry uses (upstream: storage.Interface): create, get, list with
   pagination, guaranteed_update, delete with preconditions, watch, compact, count. It moves objects (plain
   dicts in their JSON shape) and is implemented once, in `store.Store`, over any `KV`.
+
+A store may lack a feature a caller would like to rely on; `supports(feature)` says (upstream: storage.Feature and
+the etcd FeatureSupportChecker). The one feature so far is `REQUEST_WATCH_PROGRESS`.
 """
 
 from __future__ import annotations
@@ -24,6 +27,12 @@ ADDED: EventType = "ADDED"
 MODIFIED: EventType = "MODIFIED"
 DELETED: EventType = "DELETED"
 BOOKMARK: EventType = "BOOKMARK"
+
+Feature = Literal["RequestWatchProgress"]
+# `Watch.request_progress()` is answered with a bookmark at a revision the watch has delivered everything up to,
+# so a watch cache can prove it is as fresh as storage without a write (and serve consistent reads). etcd has
+# progress requests since 3.4, but they are reliable only from 3.4.31 and 3.5.13 (etcd issues 15220 and 17507).
+REQUEST_WATCH_PROGRESS: Feature = "RequestWatchProgress"
 
 
 class KeyValue(NamedTuple):
@@ -131,6 +140,11 @@ class KV(Protocol):
     async def close(self) -> None: ...
 
     async def current_revision(self) -> int: ...
+
+    def supports(self, feature: Feature) -> bool:
+        """Whether the store offers `feature`; may change while the store runs (an etcd endpoint is checked
+        when it can be reached)."""
+        ...
 
     async def get(self, key: str) -> KeyValue | None: ...
 
@@ -253,5 +267,9 @@ class Storage(Protocol):
     async def count(self, prefix: str) -> int: ...
 
     async def current_revision(self) -> int: ...
+
+    def supports(self, feature: Feature) -> bool:
+        """Whether the store offers `feature` (upstream: FeatureSupportChecker.Supports)."""
+        ...
 
     async def close(self) -> None: ...

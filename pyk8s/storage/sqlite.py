@@ -35,7 +35,17 @@ from typing import Literal
 
 from ..file_modes import PRIVATE_FILE_MODE, create_private_file, ensure_private_dir, tighten_file
 from .errors import GoneError, StorageUnavailableError, StoreLockedError, TooLargeResourceVersionError
-from .interface import ADDED, DELETED, MODIFIED, KeyValue, RangeResult, TxnResult, WatchEvent
+from .interface import (
+    ADDED,
+    DELETED,
+    MODIFIED,
+    REQUEST_WATCH_PROGRESS,
+    Feature,
+    KeyValue,
+    RangeResult,
+    TxnResult,
+    WatchEvent,
+)
 from .sqlite_checkpoint import Checkpointer
 from .sqlite_watch import SqliteWatch
 
@@ -200,6 +210,10 @@ class SqliteKV:
     async def current_revision(self) -> int:
         self.db  # noqa: B018 -- raises if closed
         return self._rev
+
+    def supports(self, feature: Feature) -> bool:
+        # Progress requests are answered from the write path once a watcher has caught up (sqlite_watch).
+        return feature == REQUEST_WATCH_PROGRESS
 
     async def get(self, key: str) -> KeyValue | None:
         return self._current(key)

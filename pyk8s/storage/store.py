@@ -29,6 +29,7 @@ from .errors import (
 )
 from .interface import (
     KV,
+    Feature,
     KeyValue,
     ListResult,
     Preconditions,
@@ -118,6 +119,9 @@ class Store:
 
     async def current_revision(self) -> int:
         return await self.kv.current_revision()
+
+    def supports(self, feature: Feature) -> bool:
+        return self.kv.supports(feature)
 
     async def get(self, key: str) -> Object:
         k = keys.object_key(key, self.prefix)

@@ -24,6 +24,7 @@ from ...api.selectors import EVERYTHING as ALL_LABELS
 from ...api.selectors import FieldSelector, LabelSelector
 from ...api.types.codec import DecodeError, codec_for
 from ...storage import (
+    REQUEST_WATCH_PROGRESS,
     ConflictError,
     GoneError,
     InvalidContinueError,
@@ -226,6 +227,12 @@ class RESTStore:
 
     # -- reads -----------------------------------------------------------------------------------------
 
+    def _consistent_reads_from_cache(self) -> bool:
+        """Whether a consistent read (resourceVersion "") may be served by the watch cache: only when storage
+        answers progress requests reliably, so the cache can prove it has caught up (upstream: the
+        ConsistentListFromCache feature with RequestWatchProgress supported); else storage serves it."""
+        return self.store.supports(REQUEST_WATCH_PROGRESS)
+
     async def _cache_at(self, resource_version: str) -> None:
         """Wait until the watch cache may answer a read at `resource_version`: "" is a consistent read (the
         cache catches up with storage's current revision, as upstream's consistent reads from cache do, so
@@ -238,9 +245,14 @@ class RESTStore:
     async def get(self, namespace: str, name: str, resource_version: str = "") -> Object:
         key = self.key(namespace, name)
         try:
-            if not self.cacher.ready:
+            if not self.cacher.ready or (resource_version == "" and not self._consistent_reads_from_cache()):
                 return await self.store.get(key)
-            await self._cache_at(resource_version)
+            try:
+                await self._cache_at(resource_version)
+            except TooLargeResourceVersionError:
+                if resource_version != "":
+                    raise
+                return await self.store.get(key)  # the cache fell behind: storage answers, as upstream's lists
         except StorageError as err:
             raise self._storage_error(err, name) from None
         entry = self.cacher.get(key)
@@ -284,12 +296,15 @@ class RESTStore:
 
     def _delegate_list(self, opts: ListOptions) -> bool:
         # upstream cacher.shouldDelegateList: continuations and paginated requests (other than at "0") and
-        # exact matches go to storage; the rest, including consistent reads, are served from the cache.
+        # exact matches go to storage, and consistent reads unless the cache can prove it is fresh; the rest
+        # are served from the cache.
         if not self.cacher.ready:
             return True
         if opts.continue_token:
             return True
         if opts.limit > 0 and opts.resource_version != "0":
+            return True
+        if opts.resource_version == "" and not self._consistent_reads_from_cache():
             return True
         return opts.resource_version_match not in ("", MATCH_NOT_OLDER_THAN)
 
@@ -299,7 +314,13 @@ class RESTStore:
         pred = self.predicate(opts)
         try:
             if not self._delegate_list(opts):
-                await self._cache_at(opts.resource_version)
+                try:
+                    await self._cache_at(opts.resource_version)
+                except TooLargeResourceVersionError:
+                    if opts.resource_version != "":
+                        raise
+                    # A consistent read the cache could not catch up with: storage answers (upstream does too).
+                    return await self._list_from_storage(prefix, opts, pred)
                 entries, rev = self.cacher.list(prefix, pred)
                 return ListResult([en.obj for en in entries], str(rev))
             return await self._list_from_storage(prefix, opts, pred)
