@@ -10,6 +10,8 @@ limits of `datetime`.
 
 from __future__ import annotations
 
+import re
+
 from .errors import go_quote
 
 RFC3339 = "2006-01-02T15:04:05Z07:00"
@@ -173,13 +175,29 @@ def format_utc(seconds: int, nsec: int = 0, *, micro: bool = False) -> str:
     return f"{year}-{m:02d}-{d:02d}T{hh:02d}:{mi:02d}:{ss:02d}{frac}Z"
 
 
+# Timestamps already in the form upstream writes (UTC, `Z`, fields in range): most of what clients send, and
+# everything the server writes itself. Only the day of the month can still be wrong (the 30th of February).
+_NORMAL = r"[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
+_NORMAL_TIME = re.compile(_NORMAL + "Z", re.ASCII)
+_NORMAL_MICRO_TIME = re.compile(_NORMAL + r"\.[0-9]{6}Z", re.ASCII)
+
+
+def _day_fits(value: str) -> bool:
+    day = int(value[8:10])
+    return day <= 28 or day <= _days_in(int(value[5:7]), int(value[0:4]))
+
+
 def normalize_time(value: str) -> str:
     """A `metav1.Time` as upstream stores it: parsed as Go does, written in UTC with whole seconds."""
+    if _NORMAL_TIME.fullmatch(value) and _day_fits(value):
+        return value
     s, _ = parse(value, RFC3339)
     return format_utc(s)
 
 
 def normalize_micro_time(value: str) -> str:
     """A `metav1.MicroTime` as upstream stores it: exactly six fractional digits, UTC."""
+    if _NORMAL_MICRO_TIME.fullmatch(value) and _day_fits(value):
+        return value
     s, ns = parse(value, RFC3339_MICRO)
     return format_utc(s, ns, micro=True)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import functools
 import random
+import time
 import uuid
 from typing import Any
 
@@ -31,8 +33,15 @@ def now() -> dt.datetime:
 
 def rfc3339(t: dt.datetime | None = None) -> str:
     """A timestamp as the API writes `metav1.Time`: RFC 3339, whole seconds, UTC, `Z`."""
-    t = t or now()
+    if t is None:
+        return _rfc3339_now(int(time.time()))
     return t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@functools.lru_cache(maxsize=2)
+def _rfc3339_now(second: int) -> str:
+    # Every write stamps the current second: format it once per second, not once per write.
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second))
 
 
 def rfc3339_micro(t: dt.datetime | None = None) -> str:

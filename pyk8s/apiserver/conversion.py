@@ -185,9 +185,10 @@ _CONVERTERS: dict[tuple[str, str, str], Converter] = {
 }
 
 
-def convert(obj: Object, source: Resource, target: Resource) -> Object:
+def convert(obj: Object, source: Resource, target: Resource, *, typed: bool = True) -> Object:
     """`obj` (in `source`'s version) as `target` serves it. The input is never changed; when nothing needs
-    converting the same dict comes back, so callers must treat the result as read-only too."""
+    converting the same dict comes back, so callers must treat the result as read-only too. With `typed` a
+    converted object is also put into the target's stored form (callers that store it do that themselves)."""
     if source.group_version == target.group_version:
         if obj.get("apiVersion") == target.api_version and obj.get("kind") == target.kind:
             return obj
@@ -201,12 +202,20 @@ def convert(obj: Object, source: Resource, target: Resource) -> Object:
         raise ValueError(f"no conversion from {source.group_version} to {target.group_version} for {target.kind}")
     converted = fn(obj)
     codec = codec_for(target.group, target.version, target.kind)
-    if codec is None:
+    if codec is None or not typed:
         return converted
+    if fn in _MOVES_WHOLE_VALUES:
+        # Only the top level is new: what it holds are values already in stored form, of the same Go types,
+        # but for the series (its count is omitempty in core/v1 and not in events.k8s.io/v1).
+        return codec.decode_top(converted, ("series",))
     # In the target's stored form too (its zero values, its omitempty); a copy first, as the converters share
     # values with their input and the decode works in place.
     return codec.decode(json_copy(converted))  # type: ignore[no-any-return]
 
+
+# Converters that only move whole values between fields of the same Go types (ObjectReference, EventSource,
+# EventSeries, MicroTime, ...): what they return needs only its top level put into stored form.
+_MOVES_WHOLE_VALUES = {_core_event_to_events, _events_event_to_core}
 
 # events.k8s.io/v1 selects on its own field names, mapped onto the stored core Event's (upstream: the
 # events/v1 field label conversion); the core names stay accepted there too.

@@ -110,7 +110,8 @@ class Resolved:
 
     def to_storage(self, obj: Object) -> Object:
         try:
-            return convert(obj, self.served, self.rest.resource)
+            # RESTStore.typed puts what is stored into its stored form: no need to here.
+            return convert(obj, self.served, self.rest.resource, typed=False)
         except (ConversionError, DecodeError) as e:
             kind, version = self.served.kind, self.served.version
             raise errors.bad_request(

@@ -25,7 +25,10 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+import orjson
+
 from .. import gotime
+from ..content_memo import ContentMemo
 from ..quantity import QuantityError, parse_quantity
 from . import type_decl
 
@@ -570,18 +573,90 @@ class Codec:
 
     def __init__(self, type_name: str) -> None:
         self.type_name = type_name
-        self.decoder = decoder_for(type_name)
+        self.decoder = _with_memoized_spec(decoder_for(type_name))
 
-    def decode(self, obj: Any, unknown: Unknown | None = None, trusted: frozenset[str] = frozenset()) -> Any:
+    def decode(self, obj: Any, unknown: Unknown | None = None) -> Any:
         """`obj` as upstream would store it, made so in place; DecodeError if Go would not read it. Unknown
-        field paths are appended to `unknown` (segment lists, leaf first) when one is given. Top-level fields
-        named in `trusted` are known to be in stored form already and are not walked."""
-        if not trusted or type(obj) is not dict:
-            return self.decoder.decode(obj, unknown)
-        held = {k: obj.pop(k) for k in trusted if k in obj}
-        out = self.decoder.decode(obj, unknown)
-        out.update(held)
-        return out
+        field paths are appended to `unknown` (segment lists, leaf first) when one is given."""
+        return self.decoder.decode(obj, unknown)
+
+    def decode_top(self, obj: dict[str, Any], parts: tuple[str, ...] = ()) -> dict[str, Any]:
+        """`obj`'s top level in stored form, in place: fields the type does not have and empty omitempty ones
+        are left out, the always-written ones added; of the values, only those named in `parts` are walked.
+        For an object assembled from values already in stored form (a conversion's output, or a decoded
+        request the server has added to)."""
+        struct = self.decoder
+        assert isinstance(struct, Struct)
+        fields = struct.fields
+        drop: list[str] = []
+        for k, x in obj.items():
+            f = fields.get(k)
+            if f is None or (x is None and not f.nil_on_null):
+                drop.append(k)
+            elif x is not None and k in parts:
+                try:
+                    y = f.decoder.decode(x, None)
+                except DecodeError as e:
+                    if not e.message:
+                        e.fields.insert(0, k)
+                        e.struct = e.struct or struct.struct_name
+                    raise
+                if f.omit and (not y if f.omit == 1 else y is None):
+                    drop.append(k)
+                else:
+                    obj[k] = y  # same key: the dict does not change size while it is iterated
+            elif f.omit and (not x if f.omit == 1 else x is None):
+                drop.append(k)
+        for k in drop:
+            del obj[k]
+        for name, dec in struct.always:
+            if name not in obj:
+                obj[name] = dec.zero()
+        return obj
+
+
+class Memoized(Decoder):
+    """A struct decoded once per distinct content and copied from then on. A kind's spec is decoded so: the
+    replicas of a workload send the same one over and over, and a copy costs a fraction of a walk."""
+
+    struct_like = True
+
+    def __init__(self, inner: Struct) -> None:
+        self.inner = inner
+        self.go_name = inner.go_name
+
+    def decode(self, v: Any, unknown: Unknown | None) -> Any:
+        if type(v) is not dict:
+            raise self.mismatch(v)
+        data, paths = _MEMO.get(v, lambda: self._decode(v), extra=self.inner.type_name)
+        if unknown is not None:
+            unknown += [list(p) for p in paths]
+        return orjson.loads(data)
+
+    def _decode(self, v: dict[str, Any]) -> tuple[bytes, tuple[tuple[str, ...], ...]]:
+        found: Unknown = []
+        typed = self.inner.decode(v, found)
+        return orjson.dumps(typed), tuple(tuple(p) for p in found)
+
+    def zero(self) -> Any:
+        return self.inner.zero()
+
+
+_MEMO = ContentMemo()  # specs in stored form with their unknown field paths, by type and content
+
+
+def _with_memoized_spec(decoder: Decoder) -> Decoder:
+    """A kind's struct whose `spec` (when it has one) is decoded through `Memoized`; the struct itself is a
+    copy, so the same types met elsewhere are walked as usual."""
+    if not isinstance(decoder, Struct) or "spec" not in decoder.fields:
+        return decoder
+    spec = decoder.fields["spec"]
+    if not isinstance(spec.decoder, Struct):
+        return decoder
+    top = Struct(decoder.type_name)
+    top.fields = {**decoder.fields, "spec": Field(Memoized(spec.decoder), spec.omitempty)}
+    top.always = [(name, top.fields[name].decoder) for name, _ in decoder.always]
+    return top
 
 
 def unknown_paths(unknown: Unknown) -> list[str]:

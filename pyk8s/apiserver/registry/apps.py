@@ -87,9 +87,6 @@ class WorkloadStrategy(Strategy):
         )
         return errs
 
-    def initial_status(self, obj: Object) -> None:
-        obj["status"] = {}
-
 
 @register("apps", "Deployment")
 class DeploymentStrategy(WorkloadStrategy):
@@ -193,14 +190,6 @@ class DaemonSetStrategy(WorkloadStrategy):
             ru.setdefault("maxSurge", 0)
         spec.setdefault("revisionHistoryLimit", 10)
         _default_template(spec)
-
-    def initial_status(self, obj: Object) -> None:
-        obj["status"] = {
-            "currentNumberScheduled": 0,
-            "numberMisscheduled": 0,
-            "desiredNumberScheduled": 0,
-            "numberReady": 0,
-        }
 
 
 @register("apps", "ControllerRevision")

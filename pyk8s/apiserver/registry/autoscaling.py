@@ -30,9 +30,6 @@ class HorizontalPodAutoscalerStrategy(Strategy):
                 }
             ]
 
-    def initial_status(self, obj: Object) -> None:
-        obj["status"] = {"currentReplicas": 0, "desiredReplicas": 0}
-
     def validate(self, obj: Object) -> list[FieldError]:
         spec = obj.get("spec")
         if not isinstance(spec, dict):

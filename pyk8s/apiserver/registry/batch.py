@@ -67,9 +67,6 @@ class JobStrategy(Strategy):
         if isinstance(spec, dict):
             default_job_spec(spec)
 
-    def initial_status(self, obj: Object) -> None:
-        obj["status"] = {}
-
     async def allocate(self, obj: Object, old: Object | None, store: Any) -> None:
         spec = obj.get("spec")
         if old is not None or not isinstance(spec, dict) or spec.get("manualSelector"):
@@ -131,9 +128,6 @@ class CronJobStrategy(Strategy):
         jt = spec.get("jobTemplate")
         if isinstance(jt, dict) and isinstance(jt.get("spec"), dict):
             default_job_spec(jt["spec"])
-
-    def initial_status(self, obj: Object) -> None:
-        obj["status"] = {}
 
     def validate(self, obj: Object) -> list[FieldError]:
         spec = obj.get("spec")

@@ -183,7 +183,8 @@ class Strategy:
             obj["metadata"]["generation"] = 1
 
     def initial_status(self, obj: Object) -> None:
-        """What status a new object starts with (most: none)."""
+        """What status a new object starts with, beyond the zero value of its status type that the store
+        writes when there is none (a StatefulSet's replicas: 0)."""
 
     async def allocate(self, obj: Object, old: Object | None, store: Any) -> None:
         """Assign what the server allocates (a Service's cluster IP and node ports) before validation."""
