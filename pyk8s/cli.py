@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import click
 
 from . import KUBERNETES_MAJOR, KUBERNETES_MINOR, __version__
+from .component_options import secure_port_options
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -268,12 +269,7 @@ def up(data_dir: Path | None, verbosity: int, **kw: object) -> None:
 @click.option("--concurrent-namespace-syncs", default=10, show_default=True, help="Namespace controller workers.")
 @click.option("--kube-api-qps", default=20.0, show_default=True, help="Requests per second to the API server.")
 @click.option("--kube-api-burst", default=30, show_default=True, help="Burst of requests to the API server.")
-@click.option("--secure-port", default=10257, show_default=True, help="HTTPS port for health and metrics; -1 disables.")
-@click.option("--bind-address", default="127.0.0.1", show_default=True, help="Address of the secure port.")
-@click.option(
-    "--port-file", type=click.Path(path_type=Path), default=None,
-    help="Write the bound secure port here once serving (for supervisors; useful with --secure-port 0).",
-)  # fmt: skip
+@secure_port_options(10257)
 @click.option("-v", "--v", "verbosity", default=0, help="Log verbosity (0-4).")
 def controller_manager(
     kubeconfig: str | None, controllers: str, leader_elect: bool, concurrent_gc_syncs: int,

@@ -58,8 +58,8 @@ def _ssl_protocol_class(loop: asyncio.AbstractEventLoop) -> Any:
         import uvloop
         import uvloop.loop
     except ImportError:  # pragma: no cover - uvloop is a dependency on Linux
-        return asyncio.sslproto.SSLProtocol
-    return uvloop.loop.SSLProtocol if isinstance(loop, uvloop.Loop) else asyncio.sslproto.SSLProtocol
+        return asyncio.sslproto.SSLProtocol  # type: ignore[attr-defined]
+    return uvloop.loop.SSLProtocol if isinstance(loop, uvloop.Loop) else asyncio.sslproto.SSLProtocol  # type: ignore[attr-defined]
 
 
 class PendingConnections:
@@ -90,7 +90,7 @@ class PendingConnections:
         def make() -> asyncio.BaseProtocol:
             handler = make_handler()
             if ssl_protocol is None:
-                return _PlainConnection(self, loop, handler)
+                return _PlainConnection(self, loop, handler, handler)  # no TLS: the handler reads the socket
             handshake: asyncio.Future[None] = loop.create_future()
             tls = ssl_protocol(
                 loop, handler, ssl_context, handshake, server_side=True, ssl_handshake_timeout=self.header_timeout

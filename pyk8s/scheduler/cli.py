@@ -14,6 +14,8 @@ from typing import Any
 import click
 import orjson
 
+from ..component_options import secure_port_options
+
 log = logging.getLogger(__name__)
 
 
@@ -51,12 +53,7 @@ def _feature_gates(text: str) -> dict[str, bool]:
     "--leader-elect/--no-leader-elect", default=None,
     help="Schedule only while holding the kube-system/kube-scheduler Lease (default: the config's, true).",
 )  # fmt: skip
-@click.option("--secure-port", default=10259, show_default=True, help="HTTPS port for health and metrics; -1 disables.")
-@click.option("--bind-address", default="127.0.0.1", show_default=True, help="Address of the secure port.")
-@click.option(
-    "--port-file", type=click.Path(path_type=Path), default=None,
-    help="Write the bound secure port here once serving (for supervisors; useful with --secure-port 0).",
-)  # fmt: skip
+@secure_port_options(10259)
 @click.option("--feature-gates", default="", help="Comma-separated Name=true|false.")
 @click.option("--kube-api-qps", type=float, default=None, help="Overrides clientConnection.qps (default 50).")
 @click.option("--kube-api-burst", type=int, default=None, help="Overrides clientConnection.burst (default 100).")

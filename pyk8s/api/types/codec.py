@@ -470,19 +470,6 @@ class Struct(Decoder):
         return {name: dec.zero() for name, dec in self.always}
 
 
-def _split_map(expr: str) -> tuple[str, str]:
-    """`map[K]V` -> (K, V), with brackets inside K balanced."""
-    depth = 0
-    for j in range(3, len(expr)):
-        if expr[j] == "[":
-            depth += 1
-        elif expr[j] == "]":
-            depth -= 1
-            if depth == 0:
-                return expr[4:j], expr[j + 1 :]
-    raise ValueError(f"not a map type: {expr}")
-
-
 _SPECIAL: dict[str, Callable[[], Decoder]] = {
     TIME: lambda: Time(micro=False),
     MICRO_TIME: lambda: Time(micro=True),
@@ -514,7 +501,7 @@ class _Compiler:
             return s
         if expr.startswith("map["):
             m = Map(go_name)
-            m.elem = self.compile(_split_map(expr)[1])
+            m.elem = self.compile(type_decl.split_map(expr)[1])
             return m
         if expr in _SPECIAL:
             return _SPECIAL[expr]()

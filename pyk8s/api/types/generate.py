@@ -27,6 +27,8 @@ from typing import Any
 
 import orjson
 
+from .type_decl import split_map
+
 # The files of kubernetes/apimachinery that declare what API objects use (the rest of those packages is code).
 APIMACHINERY_FILES = {
     "pkg/apis/meta/v1": ("types.go", "time.go", "micro_time.go", "duration.go", "watch.go", "group_version.go"),
@@ -243,15 +245,7 @@ def _resolve(expr: str, imports: dict[str, str], here: str) -> str:
         n, rest = expr[1:].split("]", 1)
         return f"[{n}]" + _resolve(rest, imports, here)
     if expr.startswith("map["):
-        depth, j = 0, 3
-        for j in range(3, len(expr)):
-            if expr[j] == "[":
-                depth += 1
-            elif expr[j] == "]":
-                depth -= 1
-                if depth == 0:
-                    break
-        key, value = expr[4:j], expr[j + 1 :]
+        key, value = split_map(expr)
         return f"map[{_resolve(key, imports, here)}]{_resolve(value, imports, here)}"
     if expr in ("interface{}", "any"):
         return "interface{}"

@@ -21,3 +21,16 @@ def kind_type(group: str, version: str, kind: str) -> str | None:
     """The table name of a kind's Go struct (`apps`, `v1`, `Deployment` -> `io.k8s.api.apps.v1.Deployment`)."""
     gv = f"{group}/{version}" if group else version
     return table()["kinds"].get(gv, {}).get(kind)
+
+
+def split_map(expr: str) -> tuple[str, str]:
+    """`map[K]V` -> (K, V), with brackets inside K balanced (a type expression as the table writes it)."""
+    depth = 0
+    for j in range(3, len(expr)):
+        if expr[j] == "[":
+            depth += 1
+        elif expr[j] == "]":
+            depth -= 1
+            if depth == 0:
+                return expr[4:j], expr[j + 1 :]
+    raise ValueError(f"not a map type: {expr}")
