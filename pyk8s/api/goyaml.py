@@ -156,28 +156,37 @@ GoYAMLLoader.add_constructor("tag:yaml.org,2002:timestamp", lambda loader, node:
 
 
 def json_key(key: Any) -> str:
-    """A map key as sigs.k8s.io/yaml writes it in JSON."""
+    """A map key as sigs.k8s.io/yaml writes it in JSON; a null or other non-scalar key is an error there."""
     if isinstance(key, str):
         return key
     if isinstance(key, bool):
         return "true" if key else "false"
-    if key is None:
-        return "null"
     if isinstance(key, int):
         return str(key)
     if isinstance(key, float):
-        return _go_float_key(key)
-    raise YAMLDecodeError(f"Unsupported map key of type: {type(key).__name__}, key: {key!r}")
+        return _go_float32_key(key)
+    kind = "<nil>" if key is None else type(key).__name__
+    raise YAMLDecodeError(f"error converting YAML to JSON: unsupported map key of type: {kind}")
 
 
-def _go_float_key(value: float) -> str:
-    # strconv.FormatFloat(f, 'g', -1, 64): shortest form, exponent past 1e21 or below 1e-4.
+def _go_float32_key(value: float) -> str:
+    """strconv.FormatFloat(f, 'g', -1, 32), with go-yaml's names for infinities and NaN."""
     if math.isnan(value) or math.isinf(value):
-        return "NaN" if math.isnan(value) else ("+Inf" if value > 0 else "-Inf")
-    text = repr(value)
-    if text.endswith(".0"):
-        text = text[:-2]
-    return text
+        return ".nan" if math.isnan(value) else (".inf" if value > 0 else "-.inf")
+    import numpy as np
+
+    mantissa, _, exp_text = np.format_float_scientific(np.float32(value), unique=True, trim="-").partition("e")
+    negative, digits, exp = mantissa.startswith("-"), mantissa.lstrip("-").replace(".", ""), int(exp_text)
+    sign = "-" if negative else ""
+    if exp < -4 or exp >= 6:  # Go's %g for the shortest digits: exponent form outside [-4, 6)
+        body = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+        return f"{sign}{body}e{'-' if exp < 0 else '+'}{abs(exp):02d}"
+    point = exp + 1
+    if point <= 0:
+        return f"{sign}0.{'0' * -point}{digits}"
+    if point >= len(digits):
+        return sign + digits + "0" * (point - len(digits))
+    return f"{sign}{digits[:point]}.{digits[point:]}"
 
 
 def _go_float_name(value: float) -> str:

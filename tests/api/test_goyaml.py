@@ -25,7 +25,10 @@ from pyk8s.api import goyaml
         ("a: " + "9" * 400, {"a": "9" * 400}),  # too large for int64 and float64: go-yaml keeps the string
         ("a: !!binary aGVsbG8=", {"a": "hello"}),
         ("a: !!binary /w==", {"a": "\ufffd"}),  # invalid UTF-8 bytes as json.Marshal writes them
-        ("{1: a, true: b, null: c, 1.5: d}", {"1": "a", "true": "b", "null": "c", "1.5": "d"}),
+        (
+            "{1: a, true: b, 1.5: d, 1e6: e, 0.1: f, .inf: g}",
+            {"1": "a", "true": "b", "1.5": "d", "1e+06": "e", "0.1": "f", ".inf": "g"},
+        ),  # keys as sigs.k8s.io/yaml writes them
         ("a: &x {b: 1}\nc: *x", {"a": {"b": 1}, "c": {"b": 1}}),
     ],
 )
@@ -37,6 +40,7 @@ def test_scalars_and_keys_resolve_as_go_yaml_does(text: str, value: object) -> N
     "text, message",
     [
         ("a: .inf", "json: unsupported value: +Inf"),
+        ("{null: a}", "unsupported map key of type: <nil>"),
         ("a: &a [*a]", "yaml: anchor value contains itself"),
         ("a: [" * 300 + "]" * 300, "exceeded max depth"),
         ("a: b: c", "yaml: line 1: mapping values are not allowed"),
