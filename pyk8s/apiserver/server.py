@@ -43,6 +43,7 @@ from .openapi import OpenAPI
 from .registry import strategy_for
 from .registry.rest import Context, RESTStore
 from .registry.strategy import Strategy
+from .storage_migration import migrate_stored_form
 from .tables import check_include_object
 from .watch import WatchMetrics, WatchServer
 
@@ -151,6 +152,8 @@ class APIServer:
         self.store = await open_storage(opts.storage_url, compaction_interval=opts.compaction_interval)
         try:
             await self._build_registry()
+            # Objects an earlier pyk8s stored as clients sent them: into upstream's form, once per store.
+            await migrate_stored_form(self.store, self.stores.values())
             await self._ensure_system_namespaces()
             await self._serve()
         except BaseException:

@@ -227,3 +227,47 @@ def test_pointer_zero_stays_and_empty_values_are_left_out(cluster, ns):
     container = d["spec"]["template"]["spec"]["containers"][0]
     assert "args" not in container and "env" not in container
     assert container["resources"] == {}  # a struct: never left out
+
+
+async def test_objects_an_earlier_pyk8s_stored_are_rewritten_once():
+    """A store written before the typed round trip (objects as clients sent them) is rewritten into upstream's
+    form at the next start, once: typed clients then read it, and later starts leave it alone."""
+    from pyk8s.apiserver.storage_migration import MARKER_KEY
+    from pyk8s.storage import open_storage
+    from pyk8s.testing.cluster import APIServerProcess
+
+    server = APIServerProcess().start()
+    try:
+        server.stop()
+        store = await open_storage(f"sqlite:///{server.data_dir}")
+        async with store:
+            await store.delete(MARKER_KEY)  # as if this store predates the migration
+            await store.create("/registry/statefulsets/default/old", {
+                "apiVersion": "apps/v1", "kind": "StatefulSet",
+                "metadata": {"name": "old", "namespace": "default", "uid": "u1",
+                             "creationTimestamp": "2024-01-01T01:00:00+01:00"},
+                "spec": {"replicas": 1, "serviceName": "s", "selector": {"matchLabels": {"a": "b"}}, "bogus": 1,
+                         "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c"}]}}},
+                "status": {},
+            })  # fmt: skip
+            await store.create("/registry/configmaps/default/broken", {
+                "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "broken", "namespace": "default"},
+                "data": {"a": 1},
+            })  # fmt: skip
+        server.restart()
+        sts = ok(server.request("GET", "/apis/apps/v1/namespaces/default/statefulsets/old"))
+        assert sts["status"] == {"replicas": 0, "availableReplicas": 0}
+        assert sts["metadata"]["creationTimestamp"] == "2024-01-01T00:00:00Z"
+        assert "bogus" not in sts["spec"]
+        rv = sts["metadata"]["resourceVersion"]
+        # Nothing it could not read was lost: the broken object is still there, as stored.
+        assert ok(server.request("GET", "/api/v1/namespaces/default/configmaps/broken"))["data"] == {"a": 1}
+        server.restart()
+        assert (
+            ok(server.request("GET", "/apis/apps/v1/namespaces/default/statefulsets/old"))["metadata"][
+                "resourceVersion"
+            ]
+            == rv
+        )  # not rewritten again
+    finally:
+        server.cleanup()
