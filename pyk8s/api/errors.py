@@ -365,6 +365,11 @@ def bad_request(message: str) -> StatusError:
     return BadRequest(400, "BadRequest", message)
 
 
+def cannot_decode(kind: str, version: str, detail: object, data_kind: str = "") -> StatusError:
+    """A body that does not decode into its kind's type (upstream: transformDecodeError's BadRequest)."""
+    return bad_request(f"{data_kind or kind} in version {go_quote(version)} cannot be handled as a {kind}: {detail}")
+
+
 def unauthorized(message: str = "Unauthorized") -> StatusError:
     return Unauthorized(401, "Unauthorized", message)
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import yaml
@@ -295,9 +294,3 @@ def json_depth_exceeds(value: Any, limit: int = MAX_DEPTH) -> bool:
 def bytes_may_nest_deeper(data: bytes, limit: int = MAX_DEPTH) -> bool:
     """A cheap bound: a body with at most `limit` opening brackets cannot nest deeper than `limit`."""
     return data.count(b"{") + data.count(b"[") > limit
-
-
-def iter_documents(text: str) -> Iterator[Any]:
-    """Every document of a YAML stream, converted."""
-    for doc in yaml.load_all(text, Loader=GoYAMLLoader):
-        yield to_json_value(doc)

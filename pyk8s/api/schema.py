@@ -2,8 +2,8 @@
 
 They describe every built-in kind field by field, with the extensions the API server needs: patch
 strategies and merge keys (strategic merge patch), list types and list-map keys (apply), and each kind's
-group/version/kind. pyk8s uses them to find unknown fields (`fieldValidation`), to merge patches, and to
-serve `/openapi/v2` and `/openapi/v3`.
+group/version/kind. pyk8s uses them to merge patches, to record managedFields, and to serve `/openapi/v2`
+and `/openapi/v3` (unknown fields are found by the typed round trip, api/types/codec).
 """
 
 from __future__ import annotations
@@ -14,8 +14,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import orjson
-
-from .content_memo import ContentMemo
 
 KUBERNETES_VERSION = "v1.32.0"
 _REF_PREFIX = "#/$defs/"
@@ -156,45 +154,3 @@ def kind_node(group: str, version: str, kind: str) -> Node | None:
     # Cached: each call would otherwise make a new root entry, and Node.of keeps every entry it is given.
     name = definition_name(group, version, kind)
     return Node.of({"$ref": _REF_PREFIX + name}) if name else None
-
-
-def unknown_fields(obj: Any, node: Node | None, path: str = "") -> list[str]:
-    """Paths of fields in `obj` the schema does not know, as upstream words them (`spec.foo`,
-    `spec.containers[0].bar`), in the order they come. A field whose schema is open-ended is not looked into.
-    For a whole object, the answer for its spec is worked out once per distinct spec (replicas repeat theirs)."""
-    out: list[str] = []
-    _unknown_fields(obj, node, path, out)
-    return out
-
-
-def _spec_unknown_fields(spec: dict[str, Any], node: Node) -> tuple[str, ...]:
-    def compute() -> tuple[str, ...]:
-        found: list[str] = []
-        _unknown_fields(spec, node, "spec", found)
-        return tuple(found)
-
-    return _SPEC_UNKNOWN.get(spec, compute, extra=id(node))
-
-
-_SPEC_UNKNOWN = ContentMemo()  # unknown paths under `spec`, by schema node and spec content
-
-
-def _unknown_fields(obj: Any, node: Node | None, path: str, out: list[str]) -> None:
-    if node is None or node.open_ended:
-        return
-    if isinstance(obj, dict) and node.is_object:
-        closed = node.schema.get("properties") is not None and node.schema.get("additionalProperties") is not True
-        for k, v in obj.items():
-            child = node.child(k)
-            if child is None:
-                if closed:
-                    out.append(f"{path}.{k}" if path else k)
-            elif not path and k == "spec" and isinstance(v, dict):
-                out.extend(_spec_unknown_fields(v, child))
-            elif isinstance(v, dict | list):  # below a scalar there is nothing to be unknown
-                _unknown_fields(v, child, f"{path}.{k}" if path else k, out)
-    elif isinstance(obj, list) and node.is_array:
-        items = node.items()
-        for i, v in enumerate(obj):
-            if isinstance(v, dict | list):
-                _unknown_fields(v, items, f"{path}[{i}]", out)

@@ -13,7 +13,7 @@ import yaml
 from aiohttp import web
 from aiohttp.web_protocol import RequestPayloadError
 
-from ..api import errors, goyaml, schema
+from ..api import errors, goyaml
 from ..api.meta import Object
 from ..api.resources import Resource
 from ..api.types.codec import (
@@ -129,36 +129,27 @@ def field_validation(query: Any) -> str:
     return mode
 
 
-def check_fields(obj: Any, served: Resource, mode: str, duplicates: list[str]) -> list[str]:
-    """Unknown and duplicate fields: a 400 under Strict, warnings under Warn, nothing under Ignore. Only for
-    kinds the type table does not have: `typed_object` drops and reports unknown fields itself."""
-    if mode == "Ignore":
-        return []
-    problems = [f"duplicate field {errors.go_quote(d)}" for d in duplicates]
-    node = schema.kind_node(served.group, served.version, served.kind)
-    problems += [f"unknown field {errors.go_quote(p)}" for p in schema.unknown_fields(obj, node)]
-    if problems and mode == "Strict":
-        raise errors.bad_request("strict decoding error: " + ", ".join(problems))
-    return problems
+def _typed(obj: Object, served: Resource, mode: str) -> tuple[Object, list[str]]:
+    """`obj` read into the served kind's Go types (api/types/codec), and the unknown fields it had (looked for
+    unless `mode` is Ignore); DecodeError when Go would not read it."""
+    codec = codec_for(served.group, served.version, served.kind)
+    if codec is None:  # a kind without a Go type: nothing to check it against
+        return obj, []
+    unknown: Unknown | None = None if mode == "Ignore" else []
+    typed = codec.decode(obj, unknown)
+    return typed, [f"unknown field {errors.go_quote(p)}" for p in unknown_paths(unknown or [])]
 
 
 def typed_object(obj: Object, served: Resource, mode: str, duplicates: list[str]) -> tuple[Object, list[str]]:
-    """A request body read into the kind's Go types as upstream decodes it (see api/types/codec): the object as
-    it will be stored, and the warnings for unknown and duplicate fields (a 400 instead under Strict)."""
-    codec = codec_for(served.group, served.version, served.kind)
-    if codec is None:
-        return obj, check_fields(obj, served, mode, duplicates)
-    unknown: Unknown | None = None if mode == "Ignore" else []
+    """A request body read into the kind's Go types as upstream decodes it: the object as it will be stored,
+    and the warnings for unknown and duplicate fields (a 400 instead under Strict, nothing under Ignore)."""
     try:
-        typed = codec.decode(obj, unknown)
+        typed, unknown = _typed(obj, served, mode)
     except DecodeError as e:
-        raise errors.bad_request(
-            f"{served.kind} in version {errors.go_quote(served.version)} cannot be handled as a {served.kind}: {e}"
-        ) from None
+        raise errors.cannot_decode(served.kind, served.version, e) from None
     if mode == "Ignore":
         return typed, []
-    problems = [f"duplicate field {errors.go_quote(d)}" for d in duplicates]
-    problems += [f"unknown field {errors.go_quote(p)}" for p in unknown_paths(unknown or [])]
+    problems = [f"duplicate field {errors.go_quote(d)}" for d in duplicates] + unknown
     if problems and mode == "Strict":
         raise errors.bad_request("strict decoding error: " + ", ".join(problems))
     return typed, problems
@@ -168,31 +159,22 @@ def typed_body(raw: Any, type_name: str, kind: str, version: str = "v1") -> Obje
     """A request body of a kind that is not stored (Binding, Eviction, DeleteOptions, Scale) read into its Go
     type (`type_name` in the type table); 400 with upstream's decode message when it does not fit."""
     if not isinstance(raw, dict):
-        raise errors.bad_request(
-            f"{kind} in version {errors.go_quote(version)} cannot be handled as a {kind}: "
-            f"json: cannot unmarshal {json_kind(raw)} into Go value of type {go_type_name(type_name)}"
-        )
+        detail = f"json: cannot unmarshal {json_kind(raw)} into Go value of type {go_type_name(type_name)}"
+        raise errors.cannot_decode(kind, version, detail)
     try:
         typed: Object = decoder_for(type_name).decode(raw, None)
     except DecodeError as e:
-        raise errors.bad_request(
-            f"{kind} in version {errors.go_quote(version)} cannot be handled as a {kind}: {e}"
-        ) from None
+        raise errors.cannot_decode(kind, version, e) from None
     return typed
 
 
 def typed_patch_result(obj: Object, served: Resource, mode: str, shown: Callable[[], Any]) -> tuple[Object, list[str]]:
     """A patched object read into the kind's types: what goes wrong is a 422 on the field `patch` showing
     `shown` (the patched JSON, or the strategic patch), as upstream's patch handler answers."""
-    codec = codec_for(served.group, served.version, served.kind)
-    if codec is None:
-        return obj, check_fields(obj, served, mode, [])
-    unknown: Unknown | None = None if mode == "Ignore" else []
     try:
-        typed = codec.decode(obj, unknown)
+        typed, problems = _typed(obj, served, mode)
     except DecodeError as e:
         raise errors.invalid_object("", "", [errors.invalid("patch", _shown(shown()), str(e))]) from None
-    problems = [f"unknown field {errors.go_quote(p)}" for p in unknown_paths(unknown or [])]
     if problems and mode == "Strict":
         detail = "strict decoding error: " + ", ".join(problems)
         raise errors.invalid_object("", "", [errors.invalid("patch", _shown(shown()), detail)])
@@ -235,10 +217,10 @@ def body_object(obj: Any, served: Resource) -> Object:
             f"({served.api_version})"
         )
     if kind and kind != served.kind:
-        raise errors.bad_request(
-            f"{kind} in version {errors.go_quote(served.version)} cannot be handled as a {served.kind}: "
-            f"the kind in the data ({kind}) does not match the expected kind ({served.kind})"
-        )
+        raise errors.cannot_decode(
+            served.kind, served.version,
+            f"the kind in the data ({kind}) does not match the expected kind ({served.kind})", data_kind=kind,
+        )  # fmt: skip
     obj["apiVersion"], obj["kind"] = served.api_version, served.kind
     meta = obj.get("metadata")
     if meta is None:

@@ -113,10 +113,7 @@ class Resolved:
             # RESTStore.typed puts what is stored into its stored form: no need to here.
             return convert(obj, self.served, self.rest.resource, typed=False)
         except (ConversionError, DecodeError) as e:
-            kind, version = self.served.kind, self.served.version
-            raise errors.bad_request(
-                f"{kind} in version {errors.go_quote(version)} cannot be handled as a {kind}: {e}"
-            ) from None
+            raise errors.cannot_decode(self.served.kind, self.served.version, e) from None
 
 
 class ResourceHandlers:

@@ -161,9 +161,7 @@ class Subresources:
 
 
 async def bind_pod(pods: Any, namespace: str, name: str, binding: Any, ctx: Context) -> web.Response:
-    """Assign a pod to the node a Binding names (upstream: the pod registry's BindingREST)."""
-    if not isinstance(binding, dict):
-        raise errors.bad_request("the body must be a Binding object")
+    """Assign a pod to the node a Binding (read into its type) names (upstream: the pod registry's BindingREST)."""
     target = binding.get("target") or {}
     node = target.get("name", "")
     if not node:

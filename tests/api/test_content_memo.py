@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from pyk8s.api.content_memo import ContentMemo
-from pyk8s.api.schema import kind_node, unknown_fields
+from pyk8s.api.meta import json_copy
+from pyk8s.api.types.codec import codec_for, unknown_paths
 from pyk8s.apiserver.registry.core import qos_class, validate_pod_spec
 
 
@@ -26,13 +27,16 @@ def test_the_memo_computes_once_per_content_and_extra_key():
 def test_repeated_specs_get_the_same_verdicts_as_the_first():
     bad = {"containers": [{"name": "c", "image": "x", "bogus": 1}], "restartPolicy": "Sometimes"}
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "extra": 1}, "spec": bad}
-    node = kind_node("", "v1", "Pod")
+    codec = codec_for("", "v1", "Pod")
+    assert codec is not None
     for _ in range(2):
         errs = validate_pod_spec(bad, "spec")
         assert [x.field for x in errs] == ["spec.restartPolicy"]
         errs.append(None)  # type: ignore[arg-type]  # the caller's list is its own
         assert validate_pod_spec(bad, "spec.template.spec")[0].field == "spec.template.spec.restartPolicy"
-        assert unknown_fields(pod, node) == ["metadata.extra", "spec.containers[0].bogus"]
+        unknown: list = []
+        codec.decode(json_copy(pod), unknown)  # the spec's part memoised by content (codec.Memoized)
+        assert unknown_paths(unknown) == ["metadata.extra", "spec.containers[0].bogus"]
     guaranteed = {"containers": [{"name": "c", "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}]}
     assert qos_class(guaranteed) == qos_class(guaranteed) == "Guaranteed"
     assert qos_class({"containers": [{"name": "c"}]}) == "BestEffort"

@@ -22,7 +22,7 @@ import base64
 import binascii
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import orjson
@@ -215,8 +215,7 @@ class Bytes(Decoder):
             raw = base64.b64decode(text, validate=True)
         except (binascii.Error, ValueError):
             raise DecodeError(message=_go_base64_error(text)) from None
-        out = base64.b64encode(raw).decode()
-        return out
+        return base64.b64encode(raw).decode()
 
 
 class Interface(Decoder):
@@ -251,7 +250,7 @@ class Time(Decoder):
 
 @functools.lru_cache(maxsize=4096)
 def _normal_time(v: str) -> str:
-    # The same few timestamps come back in every update of an object: parse each once.
+    # The same few timestamps come back in every write of an object: cheaper than even the parser's fast path.
     return gotime.normalize_time(v)
 
 
@@ -337,24 +336,35 @@ def _note_unknown(unknown: Unknown, n: int, segment: str) -> None:
         path.append(segment)
 
 
-class Slice(Decoder):
+class _Container(Decoder):
+    """A slice or a map: every element read with `elem`, in place; a null element is the element's zero."""
+
     nilable = True
+    container: type = list
 
     def __init__(self, go_name: str) -> None:
         self.go_name = go_name
         self.elem: Decoder = Decoder()
 
+    def segment(self, key: Any) -> str:
+        raise NotImplementedError
+
+    def pairs(self, v: Any) -> Iterable[tuple[Any, Any]]:
+        raise NotImplementedError
+
     def decode(self, v: Any, unknown: Unknown | None) -> Any:
-        if type(v) is not list:
+        if type(v) is not self.container:  # exactly a list or a dict, as decoded JSON holds
             raise self.mismatch(v)
+        target: Any = v  # (the check above narrows `v` to object for mypy)
         elem = self.elem
         fast = elem.fast
         decode = elem.decode
-        for i, x in enumerate(v):
+        # (Replacing the value at an existing index or key leaves the container's size as it is while iterated.)
+        for k, x in self.pairs(v):
             if type(x) is fast:
                 continue
             if x is None:
-                v[i] = elem.zero()
+                target[k] = elem.zero()
                 continue
             if unknown is None:
                 y = decode(x, None)
@@ -362,41 +372,28 @@ class Slice(Decoder):
                 n = len(unknown)
                 y = decode(x, unknown)
                 if len(unknown) > n:
-                    _note_unknown(unknown, n, f"[{i}]")
+                    _note_unknown(unknown, n, self.segment(k))
             if y is not x:
-                v[i] = y
+                target[k] = y
         return v
 
 
-class Map(Decoder):
-    nilable = True
+class Slice(_Container):
+    def segment(self, key: Any) -> str:
+        return f"[{key}]"
 
-    def __init__(self, go_name: str) -> None:
-        self.go_name = go_name
-        self.elem: Decoder = Decoder()
+    def pairs(self, v: Any) -> Iterable[tuple[Any, Any]]:
+        return enumerate(v)
 
-    def decode(self, v: Any, unknown: Unknown | None) -> Any:
-        if type(v) is not dict:
-            raise self.mismatch(v)
-        elem = self.elem
-        fast = elem.fast
-        decode = elem.decode
-        for k, x in v.items():
-            if type(x) is fast:
-                continue
-            if x is None:
-                v[k] = elem.zero()
-                continue
-            if unknown is None:
-                y = decode(x, None)
-            else:
-                n = len(unknown)
-                y = decode(x, unknown)
-                if len(unknown) > n:
-                    _note_unknown(unknown, n, "." + k)
-            if y is not x:
-                v[k] = y  # same key: the dict does not change size while it is iterated
-        return v
+
+class Map(_Container):
+    container = dict
+
+    def segment(self, key: Any) -> str:
+        return "." + key
+
+    def pairs(self, v: Any) -> Iterable[tuple[Any, Any]]:
+        return v.items()  # type: ignore[no-any-return]
 
 
 class Field:
@@ -411,6 +408,18 @@ class Field:
             0 if not omitempty or decoder.struct_like else (2 if isinstance(decoder, Pointer | Interface) else 1)
         )
         self.nil_on_null = decoder.nilable and not omitempty
+
+    def drops(self, value: Any) -> bool:
+        """Whether omitempty leaves `value` out."""
+        return bool(self.omit) and (not value if self.omit == 1 else value is None)
+
+
+def _in_field(err: DecodeError, name: str, struct: str) -> DecodeError:
+    """A type mismatch from below, with Go's context: the field names from the top, the innermost struct."""
+    if not err.message:
+        err.fields.insert(0, name)
+        err.struct = err.struct or struct
+    return err
 
 
 class Struct(Decoder):
@@ -427,40 +436,38 @@ class Struct(Decoder):
         if type(v) is not dict:
             raise self.mismatch(v)
         fields = self.fields
-        drop: list[str] | None = None
+        drop: list[str] = []
         for k, x in v.items():
             f = fields.get(k)
             if f is None:
                 if unknown is not None:
                     unknown.append(["." + k])
-                drop = [k] if drop is None else [*drop, k]
+                drop.append(k)
                 continue
             if type(x) is f.fast:  # a string or bool where one belongs: nothing to convert
                 if f.omit == 1 and not x:
-                    drop = [k] if drop is None else [*drop, k]
+                    drop.append(k)
                 continue
             if x is None:
                 if not f.nil_on_null:
-                    drop = [k] if drop is None else [*drop, k]
+                    drop.append(k)
                 continue
             n = len(unknown) if unknown is not None else 0
             try:
                 y = f.decoder.decode(x, unknown)
             except DecodeError as e:
-                if not e.message:
-                    e.fields.insert(0, k)
-                    if not e.struct:
-                        e.struct = self.struct_name
-                raise
+                raise _in_field(e, k, self.struct_name) from None
             if unknown is not None and len(unknown) > n:
                 _note_unknown(unknown, n, "." + k)
-            if f.omit and (not y if f.omit == 1 else y is None):
-                drop = [k] if drop is None else [*drop, k]
+            if f.omit and (not y if f.omit == 1 else y is None):  # f.drops(y), inline: the hottest loop here
+                drop.append(k)
             elif y is not x:
                 v[k] = y  # same key: the dict does not change size while it is iterated
-        if drop is not None:
-            for k in drop:
-                del v[k]
+        return self._finish(v, drop)
+
+    def _finish(self, v: dict[str, Any], drop: list[str]) -> dict[str, Any]:
+        for k in drop:
+            del v[k]
         for name, dec in self.always:
             if name not in v:
                 v[name] = dec.zero()
@@ -574,32 +581,20 @@ class Codec:
         request the server has added to)."""
         struct = self.decoder
         assert isinstance(struct, Struct)
-        fields = struct.fields
         drop: list[str] = []
         for k, x in obj.items():
-            f = fields.get(k)
+            f = struct.fields.get(k)
             if f is None or (x is None and not f.nil_on_null):
                 drop.append(k)
-            elif x is not None and k in parts:
+                continue
+            if x is not None and k in parts:
                 try:
-                    y = f.decoder.decode(x, None)
+                    x = obj[k] = f.decoder.decode(x, None)  # same key: no change of size while iterated
                 except DecodeError as e:
-                    if not e.message:
-                        e.fields.insert(0, k)
-                        e.struct = e.struct or struct.struct_name
-                    raise
-                if f.omit and (not y if f.omit == 1 else y is None):
-                    drop.append(k)
-                else:
-                    obj[k] = y  # same key: the dict does not change size while it is iterated
-            elif f.omit and (not x if f.omit == 1 else x is None):
+                    raise _in_field(e, k, struct.struct_name) from None
+            if f.drops(x):
                 drop.append(k)
-        for k in drop:
-            del obj[k]
-        for name, dec in struct.always:
-            if name not in obj:
-                obj[name] = dec.zero()
-        return obj
+        return struct._finish(obj, drop)
 
 
 class Memoized(Decoder):

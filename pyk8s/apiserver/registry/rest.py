@@ -175,10 +175,7 @@ class RESTStore:
         except DecodeError as e:
             # Values that passed the request's decode but not this one came through a conversion (an
             # annotation of autoscaling/v1's): the client's input all the same.
-            raise errors.bad_request(
-                f"{self.resource.kind} in version {errors.go_quote(self.resource.version)} cannot be handled as a "
-                f"{self.resource.kind}: {e}"
-            ) from None
+            raise errors.cannot_decode(self.resource.kind, self.resource.version, e) from None
         if self.verify_typed:
             self._verify_typed(typed)
         return typed
@@ -438,19 +435,24 @@ class RESTStore:
                     return obj
                 raise errors.already_exists(self.resource.plural, meta.name_of(obj), self.resource.group)
             try:
-                return await self.store.create(key, obj)
+                return await self._store_new(key, obj)
             except KeyExistsError:
                 if generated and attempt < GENERATE_NAME_RETRIES:
                     obj["metadata"]["name"] = meta.generate_name(obj["metadata"]["generateName"])
                     continue
                 raise errors.already_exists(self.resource.plural, meta.name_of(obj), self.resource.group) from None
-            except RequestTooLargeError as err:
-                # As upstream: managedFields can be large and are safe to drop, so try once more without them.
-                if not obj["metadata"].pop("managedFields", None):
-                    raise self._storage_error(err, meta.name_of(obj)) from None
             except StorageError as err:
                 raise self._storage_error(err, meta.name_of(obj)) from None
-        raise self._storage_error(RequestTooLargeError(0, 0), meta.name_of(obj))
+        raise AssertionError("unreachable")
+
+    async def _store_new(self, key: str, obj: Object) -> Object:
+        try:
+            return await self.store.create(key, obj)
+        except RequestTooLargeError:
+            # As upstream: managedFields can be large and are safe to drop, so try once more without them.
+            if not obj["metadata"].pop("managedFields", None):
+                raise
+            return await self.store.create(key, obj)
 
     # -- update ----------------------------------------------------------------------------------------
 
