@@ -82,15 +82,25 @@ end
 """
 
 
+def wrk_figures(out: str) -> tuple[float, float, float, int, int]:
+    """(requests/s, p50 ms, p99 ms, non-2xx count, socket errors) from wrk --latency output (0 for a missing
+    percentile)."""
+
+    def ms(pct: str) -> float:
+        m = re.search(pct + r"%\s+([\d.]+)(us|ms|s)", out)
+        return float(m.group(1)) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[m.group(2)] if m else 0.0
+
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
+    bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
+    socket_errors = sum(int(x) for x in errors.groups()) if errors else 0
+    return rps, ms("50"), ms("99"), int(bad.group(1)) if bad else 0, socket_errors
+
+
 def parse_wrk(out: str) -> tuple[float, float, int]:
     """(requests/s, p99 ms, non-2xx count) from wrk --latency output."""
-    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
-    m = re.search(r"99%\s+([\d.]+)(us|ms|s)", out)
-    p99 = 0.0
-    if m:
-        p99 = float(m.group(1)) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[m.group(2)]
-    bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-    return rps, p99, int(bad.group(1)) if bad else 0
+    rps, _, p99, bad, _ = wrk_figures(out)
+    return rps, p99, bad
 
 
 class Client:

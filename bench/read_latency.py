@@ -19,7 +19,6 @@ import argparse
 import asyncio
 import gc
 import os
-import re
 import shutil
 import ssl
 import statistics
@@ -35,6 +34,8 @@ from rich.console import Console
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from apiserver import GET_LUA, wrk_figures  # bench/apiserver.py: its wrk script and output parsing
 
 from pyk8s.testing.cluster import APIServerProcess
 from pyk8s.testing.etcd import EtcdServer
@@ -132,30 +133,17 @@ async def gets(target: Target, clients: int, total: int, rate: float) -> tuple[f
     return total / dt, lat[len(lat) // 2] * 1000, lat[int(len(lat) * 0.99)] * 1000, failed
 
 
-GET_LUA = """
-counter = 0
-request = function()
-  counter = counter + 1
-  return wrk.format("GET", wrk.path .. "/p" .. (counter % PODS))
-end
-"""
-
-
-def _ms(value: str, unit: str) -> float:
-    return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
-
-
 async def wrk_gets(target: Target, clients: int, seconds: int, rate: float) -> tuple[float, float, float, int]:
     """Like `gets`, with wrk as the client for `seconds`."""
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
-        f.write(f"PODS = {PODS}\n" + GET_LUA)
+        f.write(GET_LUA)
     stop = asyncio.Event()
     background = asyncio.create_task(writer(target, rate, stop))
     try:
         proc = await asyncio.create_subprocess_exec(
             "wrk", "-t2", f"-c{clients}", f"-d{seconds}s", "--timeout", "10s", "--latency", "-s", f.name,
             "-H", f"Authorization: Bearer {target.server.token}",
-            f"{target.server.url}/api/v1/namespaces/{NS}/pods",
+            f"{target.server.url}/api/v1/namespaces/{NS}/pods", "--", "p", str(PODS),
             stdout=asyncio.subprocess.PIPE,
         )  # fmt: skip
         out = (await proc.communicate())[0].decode()
@@ -163,15 +151,10 @@ async def wrk_gets(target: Target, clients: int, seconds: int, rate: float) -> t
         stop.set()
         await background
         os.unlink(f.name)
-    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out)[1])  # type: ignore[index]
-    p50 = re.search(r"50%\s+([\d.]+)(us|ms|s)", out)
-    p99 = re.search(r"99%\s+([\d.]+)(us|ms|s)", out)
-    bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-    # Requests wrk gave up on (10 s) or lost are missing from its latencies: count them as failed.
-    errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
+    rps, p50, p99, bad, socket_errors = wrk_figures(out)
     assert p50 and p99, out
-    failed = (int(bad[1]) if bad else 0) + (sum(int(x) for x in errors.groups()) if errors else 0)
-    return rps, _ms(*p50.groups()), _ms(*p99.groups()), failed
+    # Requests wrk gave up on (10 s) or lost are missing from its latencies: count them as failed.
+    return rps, p50, p99, bad + socket_errors
 
 
 async def lists(target: Target, count: int, rate: float) -> tuple[float, int]:

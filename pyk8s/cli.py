@@ -8,14 +8,24 @@ import logging
 import signal
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import click
 
 from . import KUBERNETES_MAJOR, KUBERNETES_MINOR, __version__
 from .component_options import secure_port_options
 
+if TYPE_CHECKING:
+    from .client.kubeconfig import ClientConfig
+    from .client.rest import RESTClient
+
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Component(Protocol):
+    """What every long-running component is (DESIGN rule 5): an object with `async run()`."""
+
+    async def run(self) -> None: ...
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -59,6 +69,25 @@ async def _serve_until_signal(server: object) -> None:
     finally:
         await server.stop()
     raise SystemExit(return_code)
+
+
+def run_component(config: ClientConfig, make: Callable[[RESTClient], Component]) -> None:
+    """Run one component (`make(client).run()`) against the API server `config` names, until it ends or
+    SIGINT/SIGTERM cancels it."""
+    from .client.rest import RESTClient
+
+    async def go() -> None:
+        loop = asyncio.get_running_loop()
+        async with RESTClient(config) as client:
+            task = asyncio.create_task(make(client).run())
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, task.cancel)
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass
+
+    _run(go)
 
 
 def parse_duration(text: str) -> float:
@@ -279,9 +308,6 @@ def controller_manager(
     """Run the controllers (kube-controller-manager): garbage collector, namespace controller. Serves
     /healthz, /livez, /readyz and /metrics on its secure port (HTTPS, self-signed), as upstream's on 10257."""
     from .client.kubeconfig import ConfigError, load_config
-    from .client.rest import RESTClient
-    from .client.workqueue import WORKQUEUE_REGISTRY
-    from .component_server import ComponentServer
     from .controllers.manager import ControllerManager, enabled_controllers
 
     _logging(verbosity)
@@ -293,27 +319,10 @@ def controller_manager(
         raise click.ClickException(str(e)) from None
     options = {"concurrent_gc_syncs": concurrent_gc_syncs, "concurrent_namespace_syncs": concurrent_namespace_syncs}
 
-    async def go() -> None:
-        loop = asyncio.get_running_loop()
-        async with RESTClient(config) as client:
-            manager = ControllerManager(client, names, leader_elect=leader_elect, options=options)
-            serving = ComponentServer(
-                "controller-manager", bind_address=bind_address, secure_port=secure_port,
-                ready_checks={"informer-sync": manager.informers_synced}, registries=[WORKQUEUE_REGISTRY],
-                port_file=port_file,
-            )  # fmt: skip
-            await serving.start()
-            task = asyncio.create_task(manager.run())
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.add_signal_handler(sig, task.cancel)
-            try:
-                await task
-            except asyncio.CancelledError:
-                pass
-            finally:
-                await serving.stop()
-
-    _run(go)
+    run_component(config, lambda client: ControllerManager(
+        client, names, leader_elect=leader_elect, options=options, bind_address=bind_address,
+        secure_port=secure_port, port_file=port_file,
+    ))  # fmt: skip
 
 
 # -- apply and delete from manifests (kubectl's client-side apply; the work is in pyk8s.client.apply) ----------

@@ -10,7 +10,6 @@ which one: the file appears, holding the port, only once the port accepts connec
 from __future__ import annotations
 
 import logging
-import os
 import ssl
 import tempfile
 from collections.abc import Awaitable, Callable
@@ -21,6 +20,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from .apiserver.certs import self_signed_serving_pair
 from .apiserver.health import Check, HealthChecks
+from .file_modes import write_private_file
 
 log = logging.getLogger(__name__)
 
@@ -103,10 +103,7 @@ class ComponentServer:
         sockets = getattr(server, "sockets", None) or []
         self.port = sockets[0].getsockname()[1] if sockets else self.secure_port
         if self.port_file is not None:
-            # Written whole, then renamed: a reader never sees a half-written port.
-            tmp = self.port_file.with_name(self.port_file.name + ".tmp")
-            tmp.write_text(f"{self.port}\n")
-            os.replace(tmp, self.port_file)
+            write_private_file(self.port_file, f"{self.port}\n".encode())  # whole: never half a port
         log.info("%s: serving health and metrics on https://%s:%s", self.component, self.bind_address, self.port)
 
     async def stop(self) -> None:

@@ -49,6 +49,17 @@ def create_private_file(path: Path) -> None:
     tighten_file(path)
 
 
+def write_private_file(path: Path, data: bytes) -> None:
+    """Write `path` 0600 and whole: a temporary file, made private before anything is in it, renamed over the
+    old one, so a reader never sees it half written nor anyone else at any time."""
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE_MODE)
+    os.fchmod(fd, PRIVATE_FILE_MODE)  # a leftover temporary file keeps its old mode through O_CREAT
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
 def _tighten(path: Path, what: str) -> None:
     try:
         mode = stat.S_IMODE(path.stat().st_mode)

@@ -34,6 +34,9 @@ import aiohttp
 
 import pyk8s
 
+from .client.workqueue import ItemExponentialFailureRateLimiter
+from .file_modes import ensure_private_dir
+
 INITIAL_BACKOFF = 1.0
 MAX_BACKOFF = 30.0
 RESET_AFTER = 60.0  # seconds of healthy running after which the next failure starts the back-off over
@@ -94,7 +97,6 @@ class SupervisedComponent:
         run_dir: Path,
         report: Report,
         echo: Callable[[str, str], None],
-        env: dict[str, str] | None = None,
     ) -> None:
         self.name = name
         self.args = args
@@ -102,14 +104,13 @@ class SupervisedComponent:
         self.port_file = run_dir / f"{name}.port"
         self.report = report
         self.echo = echo
-        self.env = env if env is not None else component_env()
         self.proc: asyncio.subprocess.Process | None = None
         self.port: int | None = None
         self.healthy = asyncio.Event()
         self.restarts = 0
         self.tail: deque[str] = deque(maxlen=TAIL_LINES)
         self.status = "starting"
-        self._backoff = INITIAL_BACKOFF
+        self._backoff = ItemExponentialFailureRateLimiter(INITIAL_BACKOFF, MAX_BACKOFF)
         self._healthy_at: float | None = None
         self._task: asyncio.Task[None] | None = None
 
@@ -140,8 +141,8 @@ class SupervisedComponent:
 
     async def _supervise(self) -> None:
         # Inside the (private) data directory, and private themselves: logs may quote the cluster's objects.
-        self.log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self.port_file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        ensure_private_dir(self.log_path.parent)
+        ensure_private_dir(self.port_file.parent)
         if self.log_path.exists():
             os.replace(self.log_path, self.log_path.with_name(self.log_path.name + ".1"))
         async with aiohttp.ClientSession() as http:
@@ -150,8 +151,8 @@ class SupervisedComponent:
                 returncode = await self._run_once(http)
                 now = time.monotonic()
                 if self._healthy_at is not None and now - self._healthy_at >= RESET_AFTER:
-                    self._backoff = INITIAL_BACKOFF
-                delay, self._backoff = self._backoff, min(self._backoff * 2, MAX_BACKOFF)
+                    self._backoff.forget(self.name)
+                delay = self._backoff.when(self.name)
                 how = describe_exit(returncode)
                 lines = "\n".join(f"  {self.name} | {line}" for line in self.tail) or f"  ({self.name} wrote nothing)"
                 self.report(
@@ -175,7 +176,7 @@ class SupervisedComponent:
             log.write(f"---- {time.strftime('%Y-%m-%d %H:%M:%S')} starting: {' '.join(cmd)}\n".encode())
             log.flush()
             proc = self.proc = await asyncio.create_subprocess_exec(
-                *cmd, env=self.env, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+                *cmd, env=component_env(), stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.STDOUT, start_new_session=True,
             )  # fmt: skip
             reader = asyncio.create_task(self._pump(proc, log))

@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import ipaddress
-import os
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +21,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from ..file_modes import PRIVATE_FILE_MODE, ensure_private_dir, tighten_file
+from ..file_modes import ensure_private_dir, tighten_file, write_private_file
 
 ADMIN_USER = "pyk8s-admin"
 ADMIN_GROUP = "system:masters"
@@ -39,16 +38,6 @@ class PKI:
     admin_cert: Path
     admin_key: Path
     admin_token: str
-
-
-def _write_private(path: Path, data: bytes) -> None:
-    """Write a secret 0600, whole (a temporary file renamed over the old one)."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE_MODE)
-    os.fchmod(fd, PRIVATE_FILE_MODE)  # a leftover temporary file keeps its old mode through O_CREAT
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
 
 
 def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
@@ -149,7 +138,7 @@ def ensure_pki(data_dir: Path, names: list[str]) -> PKI:
         key = ec.generate_private_key(ec.SECP256R1())
         name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "pyk8s-ca")])
         cert = _issue(name, key, name, key, ca=True)
-        _write_private(ca_key, _key_pem(key))
+        write_private_file(ca_key, _key_pem(key))
         ca_cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     ca_key_obj = _load_key(ca_key)
     ca_name = x509.load_pem_x509_certificate(ca_cert.read_bytes()).subject
@@ -159,7 +148,7 @@ def ensure_pki(data_dir: Path, names: list[str]) -> PKI:
         key = ec.generate_private_key(ec.SECP256R1())
         subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")])
         cert = _issue(subject, key, ca_name, ca_key_obj, sans=_san_list(names), usage=[ExtendedKeyUsageOID.SERVER_AUTH])
-        _write_private(serving_key, _key_pem(key))
+        write_private_file(serving_key, _key_pem(key))
         serving_cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
 
     admin_cert, admin_key = d / "admin.crt", d / "admin.key"
@@ -172,12 +161,12 @@ def ensure_pki(data_dir: Path, names: list[str]) -> PKI:
             ]
         )
         cert = _issue(subject, key, ca_name, ca_key_obj, usage=[ExtendedKeyUsageOID.CLIENT_AUTH])
-        _write_private(admin_key, _key_pem(key))
+        write_private_file(admin_key, _key_pem(key))
         admin_cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
 
     token_file = d / "admin.token"
     if not token_file.exists():
-        _write_private(token_file, secrets.token_urlsafe(32).encode())
+        write_private_file(token_file, secrets.token_urlsafe(32).encode())
     token = token_file.read_text().strip()
     return PKI(d, ca_cert, ca_key, serving_cert, serving_key, admin_cert, admin_key, token)
 
@@ -204,7 +193,7 @@ def write_kubeconfig(path: Path, server: str, pki: PKI | None, *, cluster: str =
         "current-context": cluster,
         "preferences": {},
     }
-    _write_private(path, yaml.safe_dump(config, sort_keys=False).encode())
+    write_private_file(path, yaml.safe_dump(config, sort_keys=False).encode())
 
 
 def self_signed_serving_pair(names: list[str]) -> tuple[bytes, bytes]:

@@ -106,10 +106,10 @@ class PendingConnections:
         conn = self._by_handler.get(handler)
         if conn is None:
             return False
-        conn.header_complete()
         if authenticated:
-            self._forget(conn)
+            self._forget(conn)  # (which ends the header deadline too)
             return False
+        conn.header_complete()
         return True
 
     def abort_all(self) -> None:

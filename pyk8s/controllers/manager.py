@@ -13,11 +13,14 @@ import logging
 import socket
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from ..client.cache import SharedInformerFactory
 from ..client.cache.shared_informer import drop_managed_fields
 from ..client.rest import RESTClient
+from ..client.workqueue import WORKQUEUE_REGISTRY
+from ..component_server import ComponentServer
 from .garbagecollector import GarbageCollector
 from .namespace import NamespaceController
 
@@ -75,7 +78,11 @@ class ControllerManager:
         *,
         leader_elect: bool = False,
         options: dict[str, Any] | None = None,
+        bind_address: str = "127.0.0.1",
+        secure_port: int = -1,
+        port_file: Path | None = None,
     ) -> None:
+        """`secure_port` serves /healthz, /livez, /readyz and /metrics (upstream's is 10257); -1 serves none."""
         self.client = client
         self.names = enabled_controllers(controllers or ["*"])
         self.leader_elect = leader_elect
@@ -84,6 +91,11 @@ class ControllerManager:
         self.identity = f"{socket.gethostname()}_{uuid.uuid4()}"
         self.leading = False
         self._synced = False
+        self.serving = ComponentServer(
+            "controller-manager", bind_address=bind_address, secure_port=secure_port,
+            ready_checks={"informer-sync": self.informers_synced}, registries=[WORKQUEUE_REGISTRY],
+            port_file=port_file,
+        )  # fmt: skip
 
     async def informers_synced(self) -> bool:
         """The readiness check (`/readyz`): the shared informers have made their first lists. A standby
@@ -93,21 +105,27 @@ class ControllerManager:
         return self._synced
 
     async def run(self) -> None:
-        """Run until cancelled (or, with leader election, until leadership is lost)."""
-        if not self.leader_elect:
-            await self._run_controllers()
-            return
-        from ..client.leaderelection import LeaderElectionConfig, LeaderElector, LeaseLock
+        """Serve health and metrics, and run until cancelled (or, with leader election, until leadership is
+        lost)."""
+        await self.serving.start()
+        try:
+            if not self.leader_elect:
+                await self._run_controllers()
+                return
+            from ..client.leaderelection import LeaderElectionConfig, LeaderElector, LeaseLock
 
-        lock = LeaseLock(self.client, "kube-system", "kube-controller-manager", self.identity)
+            lock = LeaseLock(self.client, "kube-system", "kube-controller-manager", self.identity)
 
-        def stopped() -> None:
-            log.info("controller-manager: %s stopped leading", self.identity)
+            def stopped() -> None:
+                log.info("controller-manager: %s stopped leading", self.identity)
 
-        config = LeaderElectionConfig(
-            lock=lock, on_started_leading=self._run_controllers, on_stopped_leading=stopped, release_on_cancel=True
-        )
-        await LeaderElector(config).run()
+            config = LeaderElectionConfig(
+                lock=lock, on_started_leading=self._run_controllers, on_stopped_leading=stopped,
+                release_on_cancel=True,
+            )  # fmt: skip
+            await LeaderElector(config).run()
+        finally:
+            await self.serving.stop()
 
     async def _run_controllers(self) -> None:
         factory = SharedInformerFactory(self.client, transform=drop_managed_fields)

@@ -3,10 +3,8 @@ verdicts as JSON, offline) and `pyk8s scheduler explain NAMESPACE/POD` (the same
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
-import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -67,9 +65,8 @@ def scheduler(
     """Run the scheduler (kube-scheduler): assigns pending pods to nodes."""
     if ctx.invoked_subcommand is not None:
         return
-    from ..cli import _logging, _run
+    from ..cli import _logging, run_component
     from ..client.kubeconfig import ConfigError, load_config
-    from ..client.rest import RESTClient
     from .server import SchedulerServer
 
     _logging(verbosity)
@@ -84,22 +81,10 @@ def scheduler(
     except ConfigError as e:
         raise click.ClickException(str(e)) from None
 
-    async def go() -> None:
-        loop = asyncio.get_running_loop()
-        async with RESTClient(client_config) as client:
-            server = SchedulerServer(
-                client, config, leader_elect=leader_elect, bind_address=bind_address, secure_port=secure_port,
-                feature_gates=gates, port_file=port_file,
-            )  # fmt: skip
-            task = asyncio.create_task(server.run())
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.add_signal_handler(sig, task.cancel)
-            try:
-                await task
-            except asyncio.CancelledError:
-                pass
-
-    _run(go)
+    run_component(client_config, lambda client: SchedulerServer(
+        client, config, leader_elect=leader_elect, bind_address=bind_address, secure_port=secure_port,
+        feature_gates=gates, port_file=port_file,
+    ))  # fmt: skip
 
 
 @scheduler.command()

@@ -39,7 +39,6 @@ class SchedulerServer:
         self.feature_gates = feature_gates
         self.port_file = port_file
         self.scheduler: Scheduler | None = None
-        self.port: int | None = None
         self._serving: ComponentServer | None = None
         self._leading = False
 
@@ -61,7 +60,6 @@ class SchedulerServer:
             port_file=self.port_file,
         )
         await self._serving.start()
-        self.port = self._serving.port
 
     # -- running ----------------------------------------------------------------------------------------------
 

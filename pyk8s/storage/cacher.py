@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import collections
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -441,10 +442,11 @@ class Cacher:
                 remaining = deadline - loop.time()
                 if remaining <= 0:
                     raise TooLargeResourceVersionError(revision, self.revision)
-                try:
-                    await asyncio.wait_for(self._advanced.wait(), remaining)
-                except TimeoutError:
-                    pass
+                # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancel that arrives just as the
+                # event is set (CPython gh-86296, fixed in 3.12), and stop() would then wait for good.
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(remaining):
+                        await self._advanced.wait()
         finally:
             self._waiting -= 1
             if not self._waiting:
@@ -463,10 +465,9 @@ class Cacher:
                     break  # a new watch sets _progress_wanted again
                 answered = self._progressed
                 await watch.request_progress()
-                try:
-                    await asyncio.wait_for(answered.wait(), PROGRESS_REQUEST_PERIOD)
-                except TimeoutError:
-                    pass
+                with contextlib.suppress(TimeoutError):  # (asyncio.timeout: see wait_until_fresh)
+                    async with asyncio.timeout(PROGRESS_REQUEST_PERIOD):
+                        await answered.wait()
 
     def get(self, key: str) -> Entry | None:
         return self._entries.get(key)

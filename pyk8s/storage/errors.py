@@ -75,10 +75,8 @@ class RequestTooLargeError(StorageError):
     """The object is larger than the store takes in one write (etcd's --max-request-bytes, 1.5 MiB by default).
     The message is etcd's, as upstream passes it on."""
 
-    def __init__(self, size: int, limit: int, *, key: str = "") -> None:
+    def __init__(self, *, key: str = "") -> None:
         super().__init__("etcdserver: request is too large", key=key)
-        self.size = size
-        self.limit = limit
 
 
 class CorruptObjectError(StorageError):

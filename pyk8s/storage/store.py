@@ -238,9 +238,8 @@ class Store:
                     raise
                 cur, current = await self.kv.get(k), True
                 continue
-            if cur is None or data != cur.value:
-                self._check_size(k, data)
             if cur is None:
+                self._check_size(k, data)
                 res = await self.kv.create(k, data)
             elif data == cur.value:
                 if not current:
@@ -249,6 +248,7 @@ class Store:
                 # Nothing changed: no write, no new revision (upstream skips the txn too).
                 return codec.with_revision(new, cur.mod_revision)
             else:
+                self._check_size(k, data)
                 res = await self.kv.update(k, cur.mod_revision, data)
             if res.succeeded:
                 return codec.with_revision(new, res.revision)
@@ -257,7 +257,7 @@ class Store:
     def _check_size(self, key: str, data: bytes) -> None:
         size = len(key) + len(data)
         if size > self.max_request_bytes:
-            raise RequestTooLargeError(size, self.max_request_bytes, key=key)
+            raise RequestTooLargeError(key=key)
 
     async def delete(
         self,

@@ -16,6 +16,18 @@ from ..supervisor import component_command, component_env
 from .etcd import free_port
 
 
+def get_unverified(url: str) -> tuple[int, str]:
+    """(status, body) of a GET on a component's secure port: its certificate is self-signed, so unverified."""
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    try:
+        with urllib.request.urlopen(url, context=ctx, timeout=5) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
 class ComponentProcess:
     def __init__(self, name: str, kubeconfig: Path, *args: str, log_dir: Path, secure_port: bool = True) -> None:
         self.name = name
@@ -41,15 +53,9 @@ class ComponentProcess:
         return self
 
     def get(self, path: str) -> tuple[int, str]:
-        """GET on the component's secure port (its certificate is self-signed, so unverified here)."""
-        ctx = ssl.create_default_context()
-        ctx.check_hostname = False
-        ctx.verify_mode = ssl.CERT_NONE
+        """GET on the component's secure port; (0, "") when nothing answers."""
         try:
-            with urllib.request.urlopen(f"https://127.0.0.1:{self.port}{path}", context=ctx, timeout=5) as r:
-                return r.status, r.read().decode()
-        except urllib.error.HTTPError as e:
-            return e.code, e.read().decode()
+            return get_unverified(f"https://127.0.0.1:{self.port}{path}")
         except OSError:
             return 0, ""
 

@@ -68,7 +68,7 @@ async def test_concurrent_gets_and_lists_answer_while_other_resources_are_writte
 
         background = asyncio.create_task(writer())
         try:
-            await asyncio.gather(*(reader(n) for n in range(48)))
+            await asyncio.wait_for(asyncio.gather(*(reader(n) for n in range(48))), 60)
         finally:
             stop.set()
             await background

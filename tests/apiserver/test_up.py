@@ -7,18 +7,16 @@ import os
 import queue
 import re
 import signal
-import ssl
 import stat
 import subprocess
 import threading
 import time
-import urllib.error
-import urllib.request
 
 import pytest
 
 from pyk8s.supervisor import component_command, component_env
 from pyk8s.testing.cluster import kubectl_binary
+from pyk8s.testing.components import get_unverified
 from pyk8s.testing.etcd import free_port
 
 
@@ -88,17 +86,6 @@ class Up:
             self.proc.kill()
             self.proc.wait()
             raise AssertionError(f"pyk8s up did not stop on SIGINT; stderr:\n{self.stderr}") from None
-
-
-def https_get(url):
-    ctx = ssl.create_default_context()
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE  # the components' certificates are self-signed
-    try:
-        with urllib.request.urlopen(url, context=ctx, timeout=5) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
 
 
 def kubectl(home, kubeconfig, *args):
@@ -182,8 +169,8 @@ def test_up_from_a_folder_holding_a_pyk8s_dir_has_healthy_components(tmp_path, m
     try:
         assert up.stdout_line().startswith("export KUBECONFIG=")
         for name, (_, url) in up.components().items():
-            assert https_get(url) == (200, "ok"), name
-            assert https_get(url.replace("/healthz", "/readyz")) == (200, "ok"), name
+            assert get_unverified(url) == (200, "ok"), name
+            assert get_unverified(url.replace("/healthz", "/readyz")) == (200, "ok"), name
         assert "exited" not in up.stderr
         # The data directory `up` made is private (tests/apiserver/test_data_dir_modes.py has the details).
         for d in (tmp_path / "data", tmp_path / "data" / "logs"):
@@ -205,7 +192,7 @@ def test_a_killed_component_is_reported_restarted_and_healthy_again(tmp_path):
             up.wait_stderr(rf"^restarting {name} in 1s$", start=mark)
             m = up.wait_stderr(rf"^{name} is healthy again: pid (\d+), (https://\S+/healthz)$", start=mark)
             assert int(m.group(1)) != old_pid
-            assert https_get(m.group(2)) == (200, "ok")
+            assert get_unverified(m.group(2)) == (200, "ok")
         # The tail shown was the component's own output (at -v 1 it says where it serves health).
         assert re.search(r"^  scheduler \| .*serving health and metrics", up.stderr, re.M), up.stderr
         log = (tmp_path / "data" / "logs" / "scheduler.log").read_text()

@@ -31,13 +31,6 @@ from pyk8s.storage.compactor import Compactor
 from .backends import BACKENDS, open_store
 
 
-@pytest.fixture(params=BACKENDS)
-async def store(request):
-    etcd = request.getfixturevalue("etcd_server") if request.param == "etcd" else None
-    async with open_store(request.param, etcd) as s:
-        yield s
-
-
 def pod(name: str, ns: str = "default", **spec: object) -> dict:
     return {
         "apiVersion": "v1",

@@ -12,7 +12,6 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import os
-import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -37,6 +36,7 @@ from ...storage import (
     StorageError,
     Store,
     TooLargeResourceVersionError,
+    keys,
 )
 from ...storage.cacher import Cacher, CacheWatcher, Predicate
 from ...storage.continue_token import decode_continue, encode_continue
@@ -54,8 +54,6 @@ from .strategy import (
 log = logging.getLogger(__name__)
 
 GENERATE_NAME_RETRIES = 8
-# What storage keys cannot hold (storage/keys.py): a name with these is no object's name.
-_UNSTORABLE = re.compile(r"[\x00-\x1f\x7f]")
 MATCH_EXACT, MATCH_NOT_OLDER_THAN = "Exact", "NotOlderThan"
 
 
@@ -137,10 +135,14 @@ class RESTStore:
         if name in (".", "..") or "/" in name or "%" in name:
             msgs = validation.is_valid_path_segment_name(name)
             raise errors.bad_request(f"Name parameter invalid: {errors.go_quote(name)}: {';'.join(msgs)}")
-        if _UNSTORABLE.search(name) or _UNSTORABLE.search(namespace) or len(name) + len(namespace) > 1024:
-            # No object can have this name (creates validate names first), so none is found.
-            raise self.not_found(name)
-        return self.resource.key(namespace, name)
+        key = self.resource.key(namespace, name)
+        try:
+            keys.object_key(key, self.store.prefix)
+        except InvalidKeyError:
+            # A key storage cannot hold (a control character, too long): no object has it, as creates validate
+            # names first, so none is found.
+            raise self.not_found(name) from None
+        return key
 
     def not_found(self, name: str) -> StatusError:
         return errors.not_found(self.resource.plural, name, self.resource.group)
@@ -226,11 +228,22 @@ class RESTStore:
 
     # -- reads -----------------------------------------------------------------------------------------
 
-    def _consistent_reads_from_cache(self) -> bool:
-        """Whether a consistent read (resourceVersion "") may be served by the watch cache: only when storage
-        answers progress requests reliably, so the cache can prove it has caught up (upstream: the
-        ConsistentListFromCache feature with RequestWatchProgress supported); else storage serves it."""
-        return self.store.supports(REQUEST_WATCH_PROGRESS)
+    async def _cache_serves(self, resource_version: str) -> bool:
+        """Whether the watch cache answers a read at `resource_version`, once it may (see `_cache_at`). A
+        consistent read ("") is the cache's only when storage answers progress requests reliably, so the cache
+        can prove it has caught up (upstream: ConsistentListFromCache with RequestWatchProgress supported), and
+        it caught up in time; else storage answers it, as upstream's does."""
+        if not self.cacher.ready:
+            return False
+        if resource_version == "" and not self.store.supports(REQUEST_WATCH_PROGRESS):
+            return False
+        try:
+            await self._cache_at(resource_version)
+        except TooLargeResourceVersionError:
+            if resource_version != "":
+                raise
+            return False
+        return True
 
     async def _cache_at(self, resource_version: str) -> None:
         """Wait until the watch cache may answer a read at `resource_version`: "" is a consistent read (the
@@ -244,14 +257,8 @@ class RESTStore:
     async def get(self, namespace: str, name: str, resource_version: str = "") -> Object:
         key = self.key(namespace, name)
         try:
-            if not self.cacher.ready or (resource_version == "" and not self._consistent_reads_from_cache()):
+            if not await self._cache_serves(resource_version):
                 return await self.store.get(key)
-            try:
-                await self._cache_at(resource_version)
-            except TooLargeResourceVersionError:
-                if resource_version != "":
-                    raise
-                return await self.store.get(key)  # the cache fell behind: storage answers, as upstream's lists
         except StorageError as err:
             raise self._storage_error(err, name) from None
         entry = self.cacher.get(key)
@@ -295,15 +302,12 @@ class RESTStore:
 
     def _delegate_list(self, opts: ListOptions) -> bool:
         # upstream cacher.shouldDelegateList: continuations and paginated requests (other than at "0") and
-        # exact matches go to storage, and consistent reads unless the cache can prove it is fresh; the rest
-        # are served from the cache.
+        # exact matches go to storage; the rest are served from the cache when it may (_cache_serves).
         if not self.cacher.ready:
             return True
         if opts.continue_token:
             return True
         if opts.limit > 0 and opts.resource_version != "0":
-            return True
-        if opts.resource_version == "" and not self._consistent_reads_from_cache():
             return True
         return opts.resource_version_match not in ("", MATCH_NOT_OLDER_THAN)
 
@@ -312,14 +316,7 @@ class RESTStore:
         prefix = self.resource.collection_key(namespace)
         pred = self.predicate(opts)
         try:
-            if not self._delegate_list(opts):
-                try:
-                    await self._cache_at(opts.resource_version)
-                except TooLargeResourceVersionError:
-                    if opts.resource_version != "":
-                        raise
-                    # A consistent read the cache could not catch up with: storage answers (upstream does too).
-                    return await self._list_from_storage(prefix, opts, pred)
+            if not self._delegate_list(opts) and await self._cache_serves(opts.resource_version):
                 entries, rev = self.cacher.list(prefix, pred)
                 return ListResult([en.obj for en in entries], str(rev))
             return await self._list_from_storage(prefix, opts, pred)
