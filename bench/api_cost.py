@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -27,7 +26,7 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from scheduler_perf import BindCounter, node_template, pod_default
+from scheduler_perf import BindCounter, cpu_seconds, node_template, pod_default
 
 from pyk8s.client.kubeconfig import load_kubeconfig
 from pyk8s.client.rest import RESTClient
@@ -35,11 +34,6 @@ from pyk8s.testing.cluster import APIServerProcess
 
 console = Console()
 CONCURRENCY = 48
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def scheduled_event(i: int) -> dict[str, object]:

@@ -4,7 +4,9 @@
 For each workload: a fresh API server; N nodes and the init pods created through the API (and waited for until
 bound); then the measured pods are created while a watch counts bindings per 1 s sample. The table shows the
 average of the samples (upstream's SchedulingThroughput Average), upstream's threshold for that workload and the
-ratio between them. In the same run, the scheduling algorithm alone (no API: snapshot, filters, scores and
+ratio between them. The scheduler writes a Scheduled event per pod, as the real one does; beside pods/s the table
+counts those events (written by the time the last pod was bound, and in all), and a run that lost any has no
+ratio: a throughput bought by dropping events is not one. In the same run, the scheduling algorithm alone (no API: snapshot, filters, scores and
 assume, in this process) is timed per pod at 5000 nodes — vectorized, and per node as the baseline.
 
 Run: python bench/scheduler_perf.py [--quick] [--only SUBSTRING] [--skip-e2e]
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import copy
+import os
 import statistics
 import subprocess
 import sys
@@ -192,33 +195,42 @@ async def create_many(client: RESTClient, resource: str, objs: list[dict[str, An
     progress.remove_task(task)
 
 
-class BindCounter:
-    """Counts pods of one namespace as they get bound, from a watch."""
+def cpu_seconds(pid: int) -> float:
+    """User+system CPU time of process `pid` so far, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
-    def __init__(self, client: RESTClient, namespace: str) -> None:
+
+class WatchCounter:
+    """Names of the objects of one resource in one namespace that `counts(obj)` accepts, kept from a list and
+    then a watch (a second informer, as upstream's scheduler_perf has its own)."""
+
+    def __init__(self, client: RESTClient, resource: str, namespace: str, counts: Callable[[dict[str, Any]], Any]):
         self.client = client
+        self.resource = resource
         self.namespace = namespace
-        self.bound: set[str] = set()
+        self.counts = counts
+        self.seen: set[str] = set()
         self.task: asyncio.Task[None] | None = None
 
+    def _name(self, obj: dict[str, Any]) -> str:
+        return obj["metadata"]["name"]
+
     async def start(self) -> None:
-        lst = await self.client.list("pods", self.namespace)
-        for p in lst["items"]:
-            if p["spec"].get("nodeName"):
-                self.bound.add(p["metadata"]["name"])
-        rv = lst["metadata"]["resourceVersion"]
-        self.task = asyncio.create_task(self._watch(rv))
+        lst = await self.client.list(self.resource, self.namespace)
+        self.seen.update(self._name(o) for o in lst["items"] if self.counts(o))
+        self.task = asyncio.create_task(self._watch(lst["metadata"]["resourceVersion"]))
 
     async def _watch(self, rv: str) -> None:
         self.rv = rv
         while True:
             try:
-                async with self.client.watch("pods", self.namespace, resource_version=self.rv) as w:
+                async with self.client.watch(self.resource, self.namespace, resource_version=self.rv) as w:
                     async for ev in w:
                         obj = ev.object
                         self.rv = obj["metadata"].get("resourceVersion", self.rv)
-                        if ev.type in ("ADDED", "MODIFIED") and obj["spec"].get("nodeName"):
-                            self.bound.add(obj["metadata"]["name"])
+                        if ev.type in ("ADDED", "MODIFIED") and self.counts(obj):
+                            self.seen.add(self._name(obj))
             except ConnectionError:
                 await asyncio.sleep(0.5)  # the stream broke: watch again from the last version seen
 
@@ -230,6 +242,38 @@ class BindCounter:
     def stop(self) -> None:
         if self.task is not None:
             self.task.cancel()
+
+
+class BindCounter(WatchCounter):
+    """Pods of one namespace as they get bound."""
+
+    def __init__(self, client: RESTClient, namespace: str) -> None:
+        super().__init__(client, "pods", namespace, lambda p: p["spec"].get("nodeName"))
+
+    @property
+    def bound(self) -> set[str]:
+        return self.seen
+
+
+class ScheduledEventCounter(WatchCounter):
+    """Pods of one namespace whose Scheduled event (events.k8s.io) has been written."""
+
+    def __init__(self, client: RESTClient, namespace: str) -> None:
+        super().__init__(client, "events.events.k8s.io", namespace, lambda e: e.get("reason") == "Scheduled")
+
+    def _name(self, obj: dict[str, Any]) -> str:
+        return obj["regarding"]["name"]
+
+
+async def wait_count(counter: WatchCounter, n: int, settle: float = 15.0) -> int:
+    """The counter's count once it is `n`, or once it has not grown for `settle` seconds."""
+    got, last_change = len(counter.seen), time.monotonic()
+    while got < n and time.monotonic() - last_change < settle:
+        await asyncio.sleep(0.1)
+        counter.check()
+        if len(counter.seen) != got:
+            got, last_change = len(counter.seen), time.monotonic()
+    return got
 
 
 def start_scheduler(kubeconfig: Path, log: Path) -> subprocess.Popen[bytes]:
@@ -273,6 +317,8 @@ async def run_workload(w: Workload, scale: int, progress: Progress) -> dict[str,
             init_counter.stop()
             counter = BindCounter(client, w.measured_ns)
             await counter.start()
+            events_counter = ScheduledEventCounter(client, w.measured_ns)
+            await events_counter.start()
             base = len(counter.bound)
             samples: list[float] = []
             churn_task = None
@@ -291,6 +337,8 @@ async def run_workload(w: Workload, scale: int, progress: Progress) -> dict[str,
             bar = progress.add_task(f"{w.name}: measured pods bound", total=measured)
             last = base
             started = last_at = time.monotonic()
+            assert server.proc is not None
+            cpu_before = cpu_seconds(server.proc.pid), cpu_seconds(sched.pid)
             stalled = 0
             # Pods/s sampled each second (upstream's throughput collector); polled finely so the run ends when
             # the last pod is bound and the final, partial second counts for its true length.
@@ -317,6 +365,12 @@ async def run_workload(w: Workload, scale: int, progress: Progress) -> dict[str,
                 churn_task.cancel()
             counter.stop()
             bound = len(counter.bound) - base
+            events_at_end = len(events_counter.seen)
+            events = await wait_count(events_counter, bound)
+            events_counter.stop()
+            # CPU per pod over the measured pods' whole cost: scheduling, binding and their events written.
+            cpu_per_pod = [(cpu_seconds(pid) - before) / max(1, bound) * 1e6
+                           for pid, before in zip((server.proc.pid, sched.pid), cpu_before, strict=True)]  # fmt: skip
     finally:
         if sched is not None:
             sched.terminate()
@@ -324,7 +378,9 @@ async def run_workload(w: Workload, scale: int, progress: Progress) -> dict[str,
         server.cleanup()
     avg = statistics.fmean(samples) if samples else 0.0
     return {"name": w.name, "nodes": nodes, "measured": measured, "bound": bound, "avg": avg,
-            "p50": statistics.median(samples) if samples else 0.0, "elapsed": elapsed, "threshold": w.threshold}  # fmt: skip
+            "p50": statistics.median(samples) if samples else 0.0, "elapsed": elapsed, "threshold": w.threshold,
+            "events_at_end": events_at_end, "events": events, "server_us": cpu_per_pod[0],
+            "scheduler_us": cpu_per_pod[1]}  # fmt: skip
 
 
 # -- the algorithm alone -----------------------------------------------------------------------------------------
@@ -404,16 +460,21 @@ def main() -> None:
             results.append(asyncio.run(run_workload(w, scale, progress)))
             r = results[-1]
             console.print(
-                f"{r['name']}: {r['avg']:.0f} pods/s ({r['bound']}/{r['measured']} bound in {r['elapsed']:.0f} s)"
+                f"{r['name']}: {r['avg']:.0f} pods/s ({r['bound']}/{r['measured']} bound in {r['elapsed']:.0f} s;"
+                f" Scheduled events {r['events_at_end']} by then, {r['events']} in all; CPU per pod: API server"
+                f" {r['server_us']:,.0f} µs, scheduler {r['scheduler_us']:,.0f} µs)"
             )
     table = Table(title=f"scheduler_perf end to end{' (--quick: sizes / 10)' if args.quick else ''}")
-    for c in ("workload", "nodes", "pods", "pods/s (avg of 1 s samples)", "p50", "upstream threshold", "ratio"):
+    for c in ("workload", "nodes", "pods", "pods/s (avg of 1 s samples)", "p50", "Scheduled events (by end / all)",
+              "CPU µs/pod: server", "scheduler", "upstream threshold", "ratio"):  # fmt: skip
         table.add_column(c, justify="right", no_wrap=c == "workload")
     for r in results:
         thr = r["threshold"]
-        ratio = f"{r['avg'] / thr:.2f}" if thr else "-"
+        every_event = r["events"] >= r["bound"]
+        ratio = (f"{r['avg'] / thr:.2f}" if every_event else "events lost") if thr else "-"
         table.add_row(r["name"], str(r["nodes"]), f"{r['bound']}/{r['measured']}", f"{r['avg']:,.0f}",
-                      f"{r['p50']:,.0f}", str(thr or "-"), ratio)  # fmt: skip
+                      f"{r['p50']:,.0f}", f"{r['events_at_end']} / {r['events']}", f"{r['server_us']:,.0f}",
+                      f"{r['scheduler_us']:,.0f}", str(thr or "-"), ratio)  # fmt: skip
     console.print(table)
 
 

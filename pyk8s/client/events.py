@@ -9,9 +9,17 @@ Events, `new_core_recorder(component, host)` a `CoreEventRecorder` writing core/
 Recording never blocks and never raises into the caller: a recorder builds the Event and puts it on the
 broadcaster's bounded queue (upstream maxQueuedEvents, 1000); when the queue is full the event is dropped
 and the drop logged (upstream's DropIfChannelFull). One background task (`run()`, or `start()` for a task
-of its own) takes events off the queue in order and writes them; `shutdown()` writes what is still queued.
-A write that fails for want of a connection is retried up to 12 times (upstream maxTriesPerEvent) with
-`sleep_duration` (10 s) between tries; one the server rejects is dropped.
+of its own) takes events off the queue in order. As upstream, the two kinds are written differently:
+
+- an events.k8s.io Event is folded into the isomorphism cache right there, in order, and then written by a
+  task of its own (upstream starts a goroutine per event), at most `max_concurrent_writes` at a time; so the
+  queue drains as fast as events arrive and a busy component (the scheduler writes one Scheduled event per
+  pod) loses none to a full queue while the API server keeps up;
+- core/v1 Events go, in order, to one writer of their own with its own bounded queue (upstream's per-sink
+  watcher channel), since the correlator's state depends on the previous write.
+
+`shutdown()` writes what is still queued. A write that fails for want of a connection is retried up to 12
+times (upstream maxTriesPerEvent) with `sleep_duration` (10 s) between tries; one the server rejects is dropped.
 
 How repeats are folded, as upstream:
 
@@ -85,6 +93,10 @@ MAX_TRIES_PER_EVENT = 12  # upstream maxTriesPerEvent
 DEFAULT_SLEEP_DURATION = 10.0  # upstream defaultSleepDuration
 FINISH_TIME = 6 * 60.0  # upstream finishTime
 REFRESH_TIME = 30 * 60.0  # upstream refreshTime
+# Upstream starts a goroutine per events.k8s.io write and lets the client's rate limiter pace them; a bound on
+# the writes in flight here keeps a burst from opening a connection per event. 32 keeps up with the scheduler
+# at full speed (bench/scheduler_perf.py counts every Scheduled event) without queueing at the API server.
+MAX_CONCURRENT_WRITES = 32
 
 _EVENTS_V1 = "events.events.k8s.io"
 _EVENTS_CORE = "events"
@@ -110,8 +122,8 @@ class EventBroadcaster:
 
     `start()` (or `await run()`) begins writing; `await shutdown()` writes what is queued and the current
     series counts, then stops. `queue_size`, `sleep_duration`, `max_tries`, `finish_time` and
-    `refresh_time` default to upstream's values; tests shorten them. `correlator` is the core/v1 event
-    correlator (a default one if not given).
+    `refresh_time` default to upstream's values; tests shorten them. `max_concurrent_writes` bounds the
+    events.k8s.io writes in flight. `correlator` is the core/v1 event correlator (a default one if not given).
     """
 
     def __init__(
@@ -123,6 +135,7 @@ class EventBroadcaster:
         max_tries: int = MAX_TRIES_PER_EVENT,
         finish_time: float = FINISH_TIME,
         refresh_time: float = REFRESH_TIME,
+        max_concurrent_writes: int = MAX_CONCURRENT_WRITES,
         correlator: EventCorrelator | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -134,6 +147,13 @@ class EventBroadcaster:
         self.correlator = correlator or EventCorrelator()
         self._clock = clock
         self._queue: asyncio.Queue[tuple[str, Object] | object] = asyncio.Queue(queue_size)
+        # core/v1 events wait here for their one writer (upstream: the sink watcher's own channel).
+        self._core_queue: asyncio.Queue[Object] = asyncio.Queue(queue_size)
+        self._core_writer: asyncio.Task[None] | None = None
+        # events.k8s.io writes in flight, each its own task (upstream: a goroutine each), by isomorphism key: the
+        # latest per key, which waits for the one before it so a series' counts reach the server in order.
+        self._writes: dict[Hashable, asyncio.Task[None]] = {}
+        self._write_slots = asyncio.Semaphore(max_concurrent_writes)
         self._event_cache: dict[Hashable, _CachedEvent] = {}
         self._stopping = False
         self._worker: asyncio.Task[Any] | None = None
@@ -203,7 +223,7 @@ class EventBroadcaster:
                 return
             if item is not None:
                 try:
-                    await self._handle(item)  # type: ignore[arg-type]
+                    self._dispatch(item)  # type: ignore[arg-type]
                 except Exception:
                     log.exception("recording an event failed")
                 finally:
@@ -221,6 +241,17 @@ class EventBroadcaster:
         """Wait until every event queued so far has been handled (written, folded into a series, or
         given up on). Needs `run()` to be running."""
         await self._queue.join()
+        await self._writes_done()
+
+    async def _writes_done(self) -> None:
+        await self._core_queue.join()
+        while self._writes:
+            await asyncio.gather(*self._writes.values(), return_exceptions=True)
+
+    async def _key_idle(self, key: Hashable) -> None:
+        """Wait until no write of the isomorphic events `key` is in flight."""
+        while (task := self._writes.get(key)) is not None:
+            await asyncio.gather(task, return_exceptions=True)
 
     async def shutdown(self, timeout: float | None = 30.0) -> None:
         """Stop taking events; write what is queued (one try each, as upstream after Shutdown) and every
@@ -241,14 +272,17 @@ class EventBroadcaster:
                         item = self._queue.get_nowait()
                         self._queue.task_done()
                         if item is not _STOP:
-                            await self._handle(item)  # type: ignore[arg-type]
+                            self._dispatch(item)  # type: ignore[arg-type]
+                await self._writes_done()
                 await self.refresh_existing_event_series()
         except TimeoutError:
-            log.warning("event broadcaster shut down with %d event(s) not written", self._queue.qsize())
+            unwritten = self._queue.qsize() + self._core_queue.qsize() + len(self._writes)
+            log.warning("event broadcaster shut down with %d event(s) not written", unwritten)
         finally:
-            if worker is not None and not worker.done():
-                worker.cancel()
-                await asyncio.gather(worker, return_exceptions=True)
+            pending = [t for t in (worker, self._core_writer, *self._writes.values()) if t is not None and not t.done()]
+            for t in pending:
+                t.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
 
     async def __aenter__(self) -> EventBroadcaster:
         self.start()
@@ -257,20 +291,51 @@ class EventBroadcaster:
     async def __aexit__(self, *exc: object) -> None:
         await self.shutdown()
 
-    async def _handle(self, item: tuple[str, Object]) -> None:
+    def _dispatch(self, item: tuple[str, Object]) -> None:
+        """Pass one dequeued event on to its writer without waiting for the write."""
         kind, event = item
         if kind == _V1:
-            await self._record_to_sink(event)
-        else:
-            await self._record_core_to_sink(event)
+            key = _isomorphic_key(event)
+            to_write = self._record_to_sink(key, event)
+            if to_write is not None:
+                task = asyncio.create_task(self._write_v1(to_write, self._writes.get(key)))
+                self._writes[key] = task
+                task.add_done_callback(lambda t: self._writes.pop(key) if self._writes.get(key) is t else None)
+            return
+        if self._core_queue.full():
+            self._drop("too many queued events", event)
+            return
+        self._core_queue.put_nowait(event)
+        if self._core_writer is None or self._core_writer.done():
+            self._core_writer = asyncio.create_task(self._write_core(), name="event-broadcaster-core")
+
+    async def _write_v1(self, event: Object, after: asyncio.Task[None] | None) -> None:
+        try:
+            if after is not None:
+                await asyncio.gather(after, return_exceptions=True)
+            async with self._write_slots:
+                await self._attempt_recording(event)
+        except Exception:
+            log.exception("recording an event failed")
+
+    async def _write_core(self) -> None:
+        while True:
+            event = await self._core_queue.get()
+            try:
+                await self._record_core_to_sink(event)
+            except Exception:
+                log.exception("recording an event failed")
+            finally:
+                self._core_queue.task_done()
 
     def _tries(self) -> int:
         return 1 if self._stopping else self.max_tries
 
     # -- events.k8s.io ----------------------------------------------------------------------------------
 
-    async def _record_to_sink(self, event: Object) -> None:
-        key = _isomorphic_key(event)
+    def _record_to_sink(self, key: Hashable, event: Object) -> Object | None:
+        """Fold `event`, whose isomorphism key is `key`, into the cache (upstream recordToSink's locked part);
+        returns the Event to write, or None when the repeat is only counted."""
         now = self._clock()
         cached = self._event_cache.get(key)
         if cached is not None:
@@ -280,13 +345,11 @@ class EventBroadcaster:
                 # Counted locally only; the heartbeat, the finishing pass or shutdown writes it.
                 series["count"] += 1
                 series["lastObservedTime"] = event["eventTime"]
-                return
+                return None
             cached.event["series"] = {"count": 2, "lastObservedTime": event["eventTime"]}
-            to_write = copy.deepcopy(cached.event)
-        else:
-            self._event_cache[key] = _CachedEvent(event, now)
-            to_write = copy.deepcopy(event)
-        await self._attempt_recording(to_write)
+            return copy.deepcopy(cached.event)
+        self._event_cache[key] = _CachedEvent(event, now)
+        return copy.deepcopy(event)
 
     async def _attempt_recording(self, event: Object) -> None:
         tries = 0
@@ -330,8 +393,9 @@ class EventBroadcaster:
 
     async def refresh_existing_event_series(self) -> None:
         """The heartbeat (upstream refreshExistingEventSeries): write every series' current count."""
-        for cached in list(self._event_cache.values()):
+        for key, cached in list(self._event_cache.items()):
             if cached.event.get("series") is not None:
+                await self._key_idle(key)
                 await self._record_event(copy.deepcopy(cached.event))
 
     async def finish_series(self) -> None:
@@ -342,6 +406,7 @@ class EventBroadcaster:
             if cached.last_seen >= horizon:
                 continue
             if cached.event.get("series") is not None:
+                await self._key_idle(key)
                 _, retry = await self._record_event(copy.deepcopy(cached.event))
                 if retry:
                     continue

@@ -107,6 +107,40 @@ async def test_series_heartbeat_and_finish(client, ns):
     assert [(e.get("series") or {}).get("count") for e in items] == [5, None]
 
 
+async def test_events_k8s_io_keep_up_with_bursts(client, ns):
+    # The scheduler records one Scheduled event per pod, thousands a second. As upstream (a goroutine per
+    # write), the broadcaster empties its queue as fast as events come and writes them concurrently, so bursts
+    # of a full queue each, one per turn of the event loop, lose nothing while the API server keeps up.
+    b = EventBroadcaster(client, max_concurrent_writes=8)
+    b.start()
+    rec = b.new_recorder(CONTROLLER, "test-1")
+    in_flight = peak = 0
+    create = client.create
+
+    async def counting_create(*args, **kwargs):
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        try:
+            return await create(*args, **kwargs)
+        finally:
+            in_flight -= 1
+
+    client.create = counting_create  # type: ignore[method-assign]
+    n, burst = 2000, 1000
+    for start in range(0, n, burst):
+        for i in range(start, start + burst):
+            rec.eventf(pod(ns, f"burst-{i}"), None, "Normal", "Scheduled", "Binding", "assigned to node-%d", i % 7)
+        await asyncio.sleep(0)
+    await b.drain()
+    assert b.dropped == 0
+    assert peak == 8  # concurrent, and no more than the bound
+    got = await client.list("events.events.k8s.io", ns)
+    assert len(got["items"]) == n
+    assert {e["regarding"]["name"] for e in got["items"]} == {f"burst-{i}" for i in range(n)}
+    await b.shutdown()
+
+
 async def test_events_k8s_io_different_reasons_and_long_notes(client, ns):
     async with EventBroadcaster(client) as b:
         rec = b.new_recorder(CONTROLLER)
