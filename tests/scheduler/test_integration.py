@@ -119,8 +119,8 @@ def test_unschedulable_pod_gets_upstream_message_then_fits_a_new_node(cluster):
     assert c["reason"] == "Unschedulable"
     assert c["message"] == (
         f"0/{n} nodes are available: {n} Insufficient cpu. "
-        f"preemption: 0/{n} nodes are available: {n} No preemption victims found for incoming pod.."
-    )  # the double period is upstream's: the PostFilter message ends with one and FitError appends another
+        f"preemption: 0/{n} nodes are available: {n} No preemption victims found for incoming pod."
+    )
     evs = wait_for("FailedScheduling event", lambda: [
         e for e in get(cluster, "events.events.k8s.io", "-n", "unsched")["items"] if e["reason"] == "FailedScheduling"
     ], cluster=cluster)  # fmt: skip

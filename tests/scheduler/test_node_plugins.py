@@ -327,7 +327,7 @@ NODE_PORTS_CASES = [
         None,
         Status(Code.UNSCHEDULABLE, PORTS_REASON),
     ),
-    # v1.32 looks at spec.containers only: init containers' host ports (sidecars too) arrive in v1.33.
+    # v1.32 looks at spec.containers only: init containers' and sidecars' host ports do not count (SIDECAR_PORT_CASES).
     ("init container hostPort", port_pod("TCP/0.0.0.0/8001", init=True), ["TCP/0.0.0.0/8001"], Status(Code.SKIP), None),
     (
         "sidecar hostPort",
@@ -351,6 +351,31 @@ def test_node_ports(name, p, existing, want_pre, want):
     assert st == want_pre
     if st is None:
         assert pl.filter(state, p, ni) == want
+
+
+# The ports an existing pod holds on its node (upstream: NodeInfo.updateUsedPorts) follow the same v1.32 rule as the
+# ports a pod asks for: spec.containers only. Sidecars' host ports count from kubernetes#132040 (v1.34, backported
+# to v1.33 patch releases), in both places and in the Pod/Delete hint.
+SIDECAR_PORT_CASES = [
+    ("regular container", port_pod("TCP/0.0.0.0/8001"), {("0.0.0.0", "TCP", 8001): 1}),
+    ("init container", port_pod("TCP/0.0.0.0/8001", init=True), {}),
+    ("sidecar", port_pod("TCP/0.0.0.0/8001", init=True, sidecar=True), {}),
+]
+
+
+@pytest.mark.parametrize(("name", "existing", "want"), SIDECAR_PORT_CASES, ids=[c[0] for c in SIDECAR_PORT_CASES])
+def test_node_info_used_ports(name, existing, want):
+    ni = NodeInfo(node("m1"), [existing])
+    assert ni.used_ports == want
+    assert ni.remove_pod(existing)
+    assert ni.used_ports == {}
+    # What the node holds decides Filter: a port held only by an init container or a sidecar is free in v1.32.
+    pl, state, incoming = NodePorts(), CycleState(), port_pod("TCP/0.0.0.0/8001")
+    ni.add_pod(existing)
+    assert pl.pre_filter(state, incoming, [ni]) == (None, None)
+    assert pl.filter(state, incoming, ni) == (Status(Code.UNSCHEDULABLE, PORTS_REASON) if want else None)
+    # And the same for the Pod/Delete hint: deleting a pod frees only what it held.
+    assert NodePorts.is_schedulable_after_pod_deleted(incoming, existing, None) == (Q if want else SKIP)
 
 
 def test_node_ports_pre_filter_disabled():

@@ -456,7 +456,9 @@ class FitError(Exception):
         super().__init__(self.message())
 
     def message(self) -> str:
-        # Each part is appended as " part." after "0/N nodes are available:", as upstream's FitError.Error().
+        # "0/N nodes are available: <PreFilter or Filter reasons>. <PostFilter message>", as upstream's
+        # FitError.Error(): the PostFilter part gets no period of its own, since preemption's message is a FitError
+        # message ending in one already (v1.30 dropped the second; kubernetes#123301).
         text = f"0/{self.num_all_nodes} nodes are available:"
         d = self.diagnosis
         if d.pre_filter_msg:
@@ -466,7 +468,7 @@ class FitError(Exception):
             if histogram:
                 text += f" {', '.join(histogram)}."
         if d.post_filter_msg:
-            text += f" {d.post_filter_msg}."
+            text += f" {d.post_filter_msg}"
         return text
 
     def _reasons(self) -> list[str]:

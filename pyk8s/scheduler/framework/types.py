@@ -335,15 +335,16 @@ class ImageStateSummary:
 
 
 def host_ports(pod: Pod) -> list[tuple[str, str, int]]:
-    """(hostIP, protocol, hostPort) of every regular container port with a hostPort: v1.32's
-    NodeInfo.updateUsedPorts looks at spec.containers only (init containers' ports count from v1.33)."""
+    """(hostIP, protocol, hostPort) of every regular container port with a hostPort, hostIP and protocol
+    defaulted as upstream's HostPortInfo does: both what a pod holds on its node (NodeInfo.updateUsedPorts) and
+    what it asks for (NodePorts). v1.32 reads spec.containers only; sidecars' (restartPolicy: Always init
+    containers) host ports count from kubernetes#132040, in v1.34 and v1.33 patch releases."""
     out = []
-    spec = pod.get("spec") or {}
-    for c in spec.get("containers") or ():
+    for c in (pod.get("spec") or {}).get("containers") or ():
         for p in c.get("ports") or ():
-            hp = p.get("hostPort") or 0
+            hp = int(p.get("hostPort") or 0)
             if hp > 0:
-                out.append((p.get("hostIP") or "0.0.0.0", p.get("protocol") or "TCP", int(hp)))
+                out.append((p.get("hostIP") or "0.0.0.0", p.get("protocol") or "TCP", hp))
     return out
 
 

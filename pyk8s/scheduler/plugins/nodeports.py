@@ -1,12 +1,13 @@
 """The NodePorts PreFilter/Filter plugin (upstream: plugins/nodeports/node_ports.go): a pod asking for host
 ports fits only nodes where no pod already holds the same (protocol, port) on the same host IP, 0.0.0.0
-conflicting with every IP. In v1.32 only the pod's regular containers' ports count.
+conflicting with every IP. In v1.32 only regular containers' ports count, the pod's and those held on the node
+(framework.types.host_ports); sidecars' ports count only from v1.34 (kubernetes#132040).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from ..framework.interface import (
     NODE,
@@ -24,27 +25,13 @@ from ..framework.interface import (
     QueueingHint,
     Status,
 )
-
-if TYPE_CHECKING:
-    from ..framework.types import NodeInfo
+from ..framework.types import NodeInfo, host_ports
 
 ERR_REASON = "node(s) didn't have free ports for the requested pod ports"
 PRE_FILTER_STATE_KEY = "PreFilterNodePorts"
 BIND_ALL = "0.0.0.0"
 
 Port = tuple[str, str, int]  # (hostIP, protocol, hostPort), the key of NodeInfo.used_ports
-
-
-def container_host_ports(pod: Pod) -> list[Port]:
-    """The host ports of the pod's regular containers, with hostIP and protocol defaulted as upstream's
-    HostPortInfo does (upstream: getContainerPorts + HostPortInfo.sanitize)."""
-    out = []
-    for c in (pod.get("spec") or {}).get("containers") or ():
-        for p in c.get("ports") or ():
-            hp = int(p.get("hostPort") or 0)
-            if hp > 0:
-                out.append((p.get("hostIP") or BIND_ALL, p.get("protocol") or "TCP", hp))
-    return out
 
 
 def conflicts(used: Mapping[Port, Any] | Iterable[Port], port: Port) -> bool:
@@ -89,15 +76,15 @@ class NodePorts(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
             return QueueingHint.QUEUE
         if not (old.get("spec") or {}).get("nodeName") and not (old.get("status") or {}).get("nominatedNodeName"):
             return QueueingHint.SKIP
-        freed = set(container_host_ports(old))
+        freed = set(host_ports(old))
         if not freed:
             return QueueingHint.SKIP
-        return QueueingHint.SKIP if fits_ports(container_host_ports(pod), freed) else QueueingHint.QUEUE
+        return QueueingHint.SKIP if fits_ports(host_ports(pod), freed) else QueueingHint.QUEUE
 
     def pre_filter(
         self, state: CycleState, pod: Pod, nodes: list[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None]:
-        ports = container_host_ports(pod)
+        ports = host_ports(pod)
         if not ports:
             return None, Status(Code.SKIP)
         state.write(PRE_FILTER_STATE_KEY, tuple(ports))
