@@ -138,22 +138,22 @@ def _timed(point: str) -> Callable[[F], F]:
         if asyncio.iscoroutinefunction(fn):
 
             @functools.wraps(fn)
-            async def run_async(self: Framework, state: CycleState, *args: Any) -> Any:
+            async def run_async(self: Framework, state: CycleState, *args: Any, **kwargs: Any) -> Any:
                 if not state.record_plugin_metrics:
-                    return await fn(self, state, *args)
+                    return await fn(self, state, *args, **kwargs)
                 t0 = time.perf_counter()
-                result = await fn(self, state, *args)
+                result = await fn(self, state, *args, **kwargs)
                 self.observe(point, t0, _status_in(result))
                 return result
 
             return run_async  # type: ignore[return-value]
 
         @functools.wraps(fn)
-        def run(self: Framework, state: CycleState, *args: Any) -> Any:
+        def run(self: Framework, state: CycleState, *args: Any, **kwargs: Any) -> Any:
             if not state.record_plugin_metrics:
-                return fn(self, state, *args)
+                return fn(self, state, *args, **kwargs)
             t0 = time.perf_counter()
-            result = fn(self, state, *args)
+            result = fn(self, state, *args, **kwargs)
             self.observe(point, t0, _status_in(result))
             return result
 
