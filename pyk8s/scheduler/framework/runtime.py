@@ -53,7 +53,7 @@ from .interface import (
     ScorePlugin,
     Status,
 )
-from .types import NodeInfo, PodInfo, Positions, position_array
+from .types import NodeInfo, PodInfo, Positions, pod_priority, position_array
 
 F = TypeVar("F", bound=Callable[..., Any])
 # How run_score_plugins runs a Score plugin: summed with the other node-local in-tree plugins without
@@ -377,8 +377,6 @@ class Framework:
         has = getattr(nominator, "has_nominated_pods", None)
         if has is not None and not has(node_name):
             return []
-        from ..plugins.helper import pod_priority
-
         uid = pod["metadata"].get("uid")
         prio = pod_priority(pod)
         version = getattr(nominator, "nominations_version", None)
