@@ -20,9 +20,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .framework.image_states import ImageStates
 from .framework.interface import Node, Pod
 from .framework.snapshot import Snapshot
-from .framework.types import ImageStateSummary, NodeInfo, PodInfo
+from .framework.types import NodeInfo, PodInfo
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +60,7 @@ class SchedulerCache:
         # and each node's zone key there.
         self._zones: dict[str, dict[str, None]] = {}
         self._zone_of: dict[str, str] = {}
-        self._image_nodes: dict[str, set[str]] = {}
-        self._image_sizes: dict[str, int] = {}
+        self._images = ImageStates()
         self._dirty: set[str] = set()
         self._node_object_dirty: set[str] = set()
         self._membership_changed = True
@@ -74,10 +74,10 @@ class SchedulerCache:
         if ni is None:
             ni = self.nodes[name] = NodeInfo()
         elif ni.node is not None:
-            self._remove_images(ni.node)
+            self._images.remove_node(ni.node)
         ni.set_node(node)
         self._place_in_tree(name, zone_key(node))
-        self._add_images(node)
+        self._images.add_node(node)
         self._touch(name, node_object=True)
 
     def update_node(self, old: Node | None, new: Node) -> None:
@@ -91,7 +91,7 @@ class SchedulerCache:
         if ni is None or ni.node is None:
             return
         self._remove_from_tree(name)
-        self._remove_images(ni.node)
+        self._images.remove_node(ni.node)
         if ni.pods:
             ni.remove_node()  # keep the pods until their deletes arrive (upstream does the same)
         else:
@@ -120,26 +120,6 @@ class SchedulerCache:
         del names[name]
         if not names:
             del self._zones[zone]  # a zone that comes back goes to the end of the zone order, as upstream
-
-    def _add_images(self, node: Node) -> None:
-        name = node["metadata"]["name"]
-        for image in (node.get("status") or {}).get("images") or ():
-            for n in image.get("names") or ():
-                key = n
-                self._image_nodes.setdefault(key, set()).add(name)
-                self._image_sizes[key] = int(image.get("sizeBytes") or 0)
-
-    def _remove_images(self, node: Node) -> None:
-        name = node["metadata"]["name"]
-        for image in (node.get("status") or {}).get("images") or ():
-            for n in image.get("names") or ():
-                key = n
-                holders = self._image_nodes.get(key)
-                if holders is not None:
-                    holders.discard(name)
-                    if not holders:
-                        del self._image_nodes[key]
-                        self._image_sizes.pop(key, None)
 
     def node_names_in_tree_order(self) -> list[str]:
         """Zone round-robin: the first node of each zone, then the second of each, … (upstream: nodeTree.list)."""
@@ -267,14 +247,7 @@ class SchedulerCache:
     def _snapshot_copy(self, ni: NodeInfo) -> NodeInfo:
         c = ni.clone()
         if ni.node is not None:
-            states: dict[str, ImageStateSummary] = {}
-            for image in (ni.node.get("status") or {}).get("images") or ():
-                for n in image.get("names") or ():
-                    key = n
-                    states[key] = ImageStateSummary(
-                        int(image.get("sizeBytes") or 0), len(self._image_nodes.get(key, ()))
-                    )
-            c.image_states = states
+            c.image_states = self._images.summaries(ni.node)
         return c
 
     def update_snapshot(self, snapshot: Snapshot) -> None:

@@ -91,7 +91,18 @@ def scheduler(
 @click.argument("file", default="-")
 @click.option("--config", "config_path", default=None, help="A KubeSchedulerConfiguration (v1) file.")
 def evaluate(file: str, config_path: str | None) -> None:
-    """Every plugin's verdict on one scenario (JSON from FILE or stdin), as JSON on stdout."""
+    """Every plugin's verdict on one scenario (JSON from FILE or stdin), as JSON on stdout.
+
+    The scenario is {pod, nodes, existingPods?, namespaces?, objects?, featureGates?, plugins?, candidateNodes?}.
+    Every PreFilter and every Filter runs on every node (preFilter, filter).
+
+    Every candidate node (candidateNodes, by default all nodes) is scored, including nodes a Filter rejected:
+    PreScore runs over the candidates, then Score on each (rawScore) and NormalizeScore over them (score,
+    before weights). totalScore and selectedNode are the scheduler's decision instead: PreScore, Score and
+    NormalizeScore over the feasible nodes only (decisionScore, weighted by weights), so a feasible node's score
+    can differ from its decisionScore when the rejected nodes change what PreScore computed or widen
+    NormalizeScore's range.
+    """
     from .evaluate import ScenarioError
     from .evaluate import evaluate as run_evaluate
 

@@ -2,12 +2,23 @@
 server (or, for `explain`, over the live cluster's objects).
 
 Unlike a scheduling cycle, which stops at a node's first failing Filter, this runs every PreFilter, every
-Filter on every node, every PreScore and Score, so each plugin's answer is visible. PreScore, Score and
-NormalizeScore run over the scenario's `candidateNodes` when it names them (exactly those, feasible or not), and
-otherwise over the feasible nodes — those every PreFilter and Filter passed, what the scheduler would score (none
-when a PreFilter rejected the pod). `score` is after NormalizeScore and before weights (or `{"error": ...}` when
-the plugin failed), `totalScore` the weighted sum, `selectedNode` the best scored node passing every filter
-(upstream breaks ties at random; here the first in the scheduler's node order wins, so answers are repeatable).
+Filter on every node, every PreScore and Score, so each plugin's answer is visible. The answer has two parts:
+
+- what each plugin says of every candidate node — the scenario's `candidateNodes`, by default every node, those
+  a PreFilter or Filter rejected too. PreScore runs once over all of them, then Score on each and NormalizeScore
+  over them together, as upstream's plugin unit tests score nodes: `preScore` (each plugin's status),
+  `rawScore` (Score's answer), `score` (after NormalizeScore, before weights; `{"error": ...}` when the plugin
+  failed) and `weights`;
+- what the scheduler decides: PreScore, Score and NormalizeScore run again over the feasible nodes alone — every
+  node each PreFilter and Filter passed (none when a PreFilter rejected the pod), as with percentageOfNodesToScore
+  100 — because PreScore's state and NormalizeScore's range depend on which nodes are scored. `decisionScore` is
+  each plugin's normalised score there, `totalScore` the weighted sum per feasible node, `selectedNode` the best
+  (upstream breaks ties at random; here the first in the scheduler's node order wins, so answers are
+  repeatable; a lone feasible node is chosen whatever its scores, as upstream does not score it), and `error`
+  the cycle's error when a PreScore or Score plugin failed there (then no node is selected, but a lone one).
+
+So a feasible node's `score` can differ from its `decisionScore` when the rejected nodes change what PreScore
+computed or widen NormalizeScore's range.
 """
 
 from __future__ import annotations
@@ -16,10 +27,12 @@ from typing import Any
 
 from .cache import SchedulerCache
 from .config import SchedulerConfig, default_config
+from .framework.equivalence import ScoreError
 from .framework.handle import FrameworkHandle, StaticLister
 from .framework.interface import Code, CycleState, NodeScore, Status
 from .framework.runtime import Framework
 from .framework.snapshot import Snapshot
+from .framework.types import NodeInfo
 from .plugins.registry import build_framework, framework_with_plugins
 
 
@@ -109,7 +122,7 @@ def evaluate(scenario: dict[str, Any], config: SchedulerConfig | None = None) ->
     snapshot = fw.handle.snapshot
     nodes = snapshot.node_info_list
     state = CycleState()
-    out: dict[str, Any] = {"preFilter": {}, "filter": {}, "preScore": {}, "score": {}, "totalScore": {}}
+    out: dict[str, Any] = {"preFilter": {}, "filter": {}}
 
     # PreFilter: each plugin on its own, none stopping the others.
     rejected_by_pre_filter: dict[str, Status] = {}
@@ -154,10 +167,10 @@ def evaluate(scenario: dict[str, Any], config: SchedulerConfig | None = None) ->
                 feasible.discard(ni.name)
         out["filter"][plugin.name] = verdicts
 
-    # PreScore and Score over the candidate nodes: the scenario's, or the feasible ones.
+    # The scores a researcher reads: PreScore over the candidate nodes, then Score and NormalizeScore over them.
     candidates = scenario.get("candidateNodes")
     if candidates is None:
-        score_nodes = [ni for ni in nodes if ni.name in feasible]
+        score_nodes = nodes
     else:
         if not isinstance(candidates, list):
             raise ScenarioError("candidateNodes: must be a list of node names")
@@ -165,10 +178,22 @@ def evaluate(scenario: dict[str, Any], config: SchedulerConfig | None = None) ->
         if unknown:
             raise ScenarioError(f"candidateNodes: Not found: {unknown[0]!r}")
         score_nodes = [snapshot.get(c) for c in candidates]  # type: ignore[misc]
-    totals = {ni.name: 0 for ni in score_nodes}
+    # The decision first, so nothing the other pass leaves in a plugin can reach it.
+    decision = _decide(fw, state.clone(), pod, [i for i, ni in enumerate(nodes) if ni.name in feasible])
+    out.update(_score_each_plugin(fw, state.clone(), pod, score_nodes))
+    out["weights"] = {plugin.name: fw.score_weights.get(plugin.name, 1) for plugin in fw.points["score"]}
+    out.update(decision)
+    return out
+
+
+def _score_each_plugin(fw: Framework, state: CycleState, pod: dict[str, Any], nodes: list[NodeInfo]) -> dict[str, Any]:
+    """Each plugin on its own over `nodes`, as upstream's plugin unit tests score nodes: a PreScore, Score or
+    NormalizeScore failure shows as that plugin's error and the others still run."""
+    out: dict[str, Any] = {"preScore": {}, "rawScore": {}, "score": {}}
+    st: Status | None
     for plugin in fw.points["preScore"]:
         try:
-            st = plugin.pre_score(state, pod, score_nodes)
+            st = plugin.pre_score(state, pod, nodes)
         except Exception as e:
             st = Status.as_error(e)
         out["preScore"][plugin.name] = {"code": str(Code.SUCCESS if st is None else st.code),
@@ -180,7 +205,7 @@ def evaluate(scenario: dict[str, Any], config: SchedulerConfig | None = None) ->
             continue
         scores: list[NodeScore] = []
         failed: Status | None = None
-        for ni in score_nodes:
+        for ni in nodes:
             try:
                 s, st = plugin.score(state, pod, ni)
             except Exception as e:
@@ -189,6 +214,7 @@ def evaluate(scenario: dict[str, Any], config: SchedulerConfig | None = None) ->
                 failed = st
                 break
             scores.append(NodeScore(ni.name, int(s)))
+        raw = {ns.name: ns.score for ns in scores}
         if failed is None:
             ext = plugin.score_extensions()
             if ext is not None:
@@ -197,16 +223,36 @@ def evaluate(scenario: dict[str, Any], config: SchedulerConfig | None = None) ->
                 except Exception as e:
                     failed = Status.as_error(e)
         if failed is not None and failed.code != Code.SUCCESS:
-            out["score"][plugin.name] = {"error": failed.message()}
+            error = {"error": failed.message()}
+            out["rawScore"][plugin.name] = error if len(raw) < len(nodes) else raw
+            out["score"][plugin.name] = error
             continue
+        out["rawScore"][plugin.name] = raw
         out["score"][plugin.name] = {ns.name: ns.score for ns in scores}
-        weight = fw.score_weights.get(plugin.name, 1)
-        for ns in scores:
-            totals[ns.name] += ns.score * weight
-    out["totalScore"] = totals
-    best: str | None = None
-    for ni in score_nodes:
-        if ni.name in feasible and (best is None or totals[ni.name] > totals[best]):
-            best = ni.name
-    out["selectedNode"] = best
+    return out
+
+
+def _decide(fw: Framework, state: CycleState, pod: dict[str, Any], feasible: list[int]) -> dict[str, Any]:
+    """The scheduling cycle's choice among the feasible nodes (positions): the framework's own PreScore and Score
+    runs over exactly those nodes, since what PreScore computes and what NormalizeScore scales by depend on
+    which nodes are scored. The first best node in node order wins where upstream picks one at random."""
+    out: dict[str, Any] = {"decisionScore": {}, "totalScore": {}, "selectedNode": None}
+    if not feasible:
+        return out
+    node_infos = fw.handle.snapshot.node_info_list
+    names = [node_infos[i].name for i in feasible]
+    if len(feasible) == 1:
+        out["selectedNode"] = names[0]  # a cycle with one feasible node takes it without scoring
+    st = fw.run_pre_score_plugins(state, pod, [node_infos[i] for i in feasible])
+    if st is not None:
+        out["error"] = st.message()
+        return out
+    try:
+        totals, per_plugin = fw.run_score_plugins(state, pod, feasible, per_plugin=True)
+    except ScoreError as e:
+        out["error"] = e.status.message()
+        return out
+    out["decisionScore"] = {p: dict(zip(names, s.tolist(), strict=True)) for p, s in per_plugin.items()}
+    out["totalScore"] = dict(zip(names, totals.tolist(), strict=True))
+    out["selectedNode"] = names[int(totals.argmax())]
     return out

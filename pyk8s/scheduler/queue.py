@@ -28,8 +28,7 @@ from .framework.interface import (
     QueueingHintFn,
     Status,
 )
-from .framework.types import PodInfo, QueuedPodInfo, pod_key
-from .plugins.helper import pod_priority
+from .framework.types import PodInfo, QueuedPodInfo, pod_key, pod_priority
 from .queue_active import ActiveQueue, Heap
 from .queue_events import *  # noqa: F403  (the events belong to the queue's API, as upstream's)
 from .queue_nominator import Nominator

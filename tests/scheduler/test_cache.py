@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pyk8s.scheduler.cache import SchedulerCache
+from pyk8s.scheduler.framework.image_states import image_states_for
 from pyk8s.scheduler.framework.snapshot import Snapshot
 
 from .wrappers import make_node, make_pod
@@ -184,6 +185,43 @@ def test_image_states_count_nodes_with_the_image():
     state = snap.get("n1").image_states["nginx:1.25"]
     assert (state.size, state.num_nodes) == (100 * 1024 * 1024, 2)
     assert snap.get("n3").image_states == {}
+
+
+def test_image_sizes_as_upstreams_cache_keeps_them():
+    """A name's size is the one first seen while any node holds it (upstream: cache.addNodeImageStates); a node
+    is counted once however often it lists the name."""
+
+    def states(snap: Snapshot, node: str) -> dict[str, tuple[int, int]]:
+        return {k: (v.size, v.num_nodes) for k, v in snap.get(node).image_states.items()}
+
+    cache = SchedulerCache()
+    a = make_node("a", images=[{"names": ["x:1"], "sizeBytes": 10}])
+    cache.add_node(a)
+    cache.add_node(make_node("b", images=[{"names": ["x:1"], "sizeBytes": 20},
+                                          {"names": ["x:1", "y:1"], "sizeBytes": 30}]))  # fmt: skip
+    snap = Snapshot()
+    cache.update_snapshot(snap)
+    assert states(snap, "a") == {"x:1": (10, 2)}
+    assert states(snap, "b") == {"x:1": (10, 2), "y:1": (30, 1)}
+    cache.remove_node(a)
+    # b alone holds x:1 now: its update drops the old state and starts one from b's own first listing.
+    cache.update_node(None, make_node("b", images=[{"names": ["x:1"], "sizeBytes": 20}]))
+    cache.update_snapshot(snap)
+    assert states(snap, "b") == {"x:1": (20, 1)}
+
+
+def test_image_states_for():
+    """A snapshot built from node objects (Snapshot.from_objects) gets the summaries a cache given them would."""
+    nodes = [
+        make_node("a", images=[{"names": ["x:1", "x:latest"], "sizeBytes": 10}, {"names": ["x:1"], "sizeBytes": 99}]),
+        make_node("b", images=[{"names": ["x:1"], "sizeBytes": 20}]),
+        make_node("c"),
+    ]
+    states = image_states_for(nodes)
+    assert states["c"] == {}
+    assert (states["a"]["x:1"].size, states["a"]["x:1"].num_nodes) == (10, 2)  # first size seen; a counted once
+    assert (states["a"]["x:latest"].size, states["a"]["x:latest"].num_nodes) == (10, 1)
+    assert (states["b"]["x:1"].size, states["b"]["x:1"].num_nodes) == (10, 2)
 
 
 @settings(max_examples=100, deadline=None)

@@ -93,7 +93,7 @@ def test_evaluate_answers_every_plugin_offline(tmp_path):
     assert out["filter"]["TaintToleration"]["tainted"]["code"] == "Success"  # tolerated
     # Every Filter plugin reports on every node, not stopping at the first failure.
     assert all(set(v) == {"small", "big", "tainted", "cordoned"} for v in out["filter"].values())
-    # LeastAllocated prefers the emptier feasible node; the cordoned one does not count.
+    # LeastAllocated prefers the emptier node; the cordoned one is scored too but never selected.
     assert out["score"]["NodeResourcesFit"]["tainted"] > out["score"]["NodeResourcesFit"]["big"]
     assert out["selectedNode"] == "tainted"
     # Only the named plugins, from stdin.

@@ -22,7 +22,7 @@ from pyk8s.scheduler.framework.interface import (
 from pyk8s.scheduler.framework.snapshot import Snapshot
 from pyk8s.scheduler.framework.types import NodeInfo, PodInfo, QueuedPodInfo
 from pyk8s.scheduler.plugins.defaultbinder import DefaultBinder
-from pyk8s.scheduler.plugins.imagelocality import ImageLocality, image_states_for, normalized_image_name
+from pyk8s.scheduler.plugins.imagelocality import ImageLocality, normalized_image_name
 from pyk8s.scheduler.plugins.nodeaffinity import (
     ERR_REASON_CONFLICT,
     ERR_REASON_ENFORCED,
@@ -1205,10 +1205,7 @@ IMAGE_CASES = [
 @pytest.mark.parametrize(("name", "p", "node_images", "want"), IMAGE_CASES, ids=[c[0] for c in IMAGE_CASES])
 def test_image_locality(name, p, node_images, want):
     nodes = [node(f"node{i + 1}", images=imgs) for i, imgs in enumerate(node_images)]
-    snapshot = Snapshot.from_objects(nodes)
-    states = image_states_for(nodes)
-    for ni in snapshot.node_info_list:
-        ni.image_states = states[ni.name]
+    snapshot = Snapshot.from_objects(nodes)  # with the image summaries the scheduler cache would give
     pl = ImageLocality.new(None, FrameworkHandle(snapshot))
     got = [pl.score(CycleState(), p, ni) for ni in snapshot.node_info_list]
     assert got == [(s, None) for s in want]
@@ -1225,19 +1222,6 @@ def test_image_locality(name, p, node_images, want):
 )
 def test_normalized_image_name(name, want):
     assert normalized_image_name(name) == want
-
-
-def test_image_states_for():
-    nodes = [
-        node("a", images=[{"names": ["x:1", "x:latest"], "sizeBytes": 10}, {"names": ["x:1"], "sizeBytes": 99}]),
-        node("b", images=[{"names": ["x:1"], "sizeBytes": 20}]),
-        node("c"),
-    ]
-    states = image_states_for(nodes)
-    assert states["c"] == {}
-    assert (states["a"]["x:1"].size, states["a"]["x:1"].num_nodes) == (10, 2)  # first size seen; a counted once
-    assert (states["a"]["x:latest"].size, states["a"]["x:latest"].num_nodes) == (10, 1)
-    assert (states["b"]["x:1"].size, states["b"]["x:1"].num_nodes) == (10, 2)
 
 
 # -- DefaultBinder -------------------------------------------------------------------------------------------------

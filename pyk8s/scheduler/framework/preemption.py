@@ -23,10 +23,10 @@ import numpy as np
 
 from ...api.errors import go_quote
 from .. import metrics
-from ..plugins.helper import pod_priority
 from .equivalence import UNKNOWN, recall, remember
 from .interface import Code, CycleState, Diagnosis, FitError, Pod, PostFilterResult, Status
 from .runtime import IN_TREE_PREFIX
+from .types import pod_priority
 
 if TYPE_CHECKING:
     from .types import NodeInfo, PodInfo

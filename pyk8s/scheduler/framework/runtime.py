@@ -53,7 +53,7 @@ from .interface import (
     ScorePlugin,
     Status,
 )
-from .types import NodeInfo, PodInfo, Positions, position_array
+from .types import NodeInfo, PodInfo, Positions, pod_priority, position_array
 
 F = TypeVar("F", bound=Callable[..., Any])
 # How run_score_plugins runs a Score plugin: summed with the other node-local in-tree plugins without
@@ -138,22 +138,22 @@ def _timed(point: str) -> Callable[[F], F]:
         if asyncio.iscoroutinefunction(fn):
 
             @functools.wraps(fn)
-            async def run_async(self: Framework, state: CycleState, *args: Any) -> Any:
+            async def run_async(self: Framework, state: CycleState, *args: Any, **kwargs: Any) -> Any:
                 if not state.record_plugin_metrics:
-                    return await fn(self, state, *args)
+                    return await fn(self, state, *args, **kwargs)
                 t0 = time.perf_counter()
-                result = await fn(self, state, *args)
+                result = await fn(self, state, *args, **kwargs)
                 self.observe(point, t0, _status_in(result))
                 return result
 
             return run_async  # type: ignore[return-value]
 
         @functools.wraps(fn)
-        def run(self: Framework, state: CycleState, *args: Any) -> Any:
+        def run(self: Framework, state: CycleState, *args: Any, **kwargs: Any) -> Any:
             if not state.record_plugin_metrics:
-                return fn(self, state, *args)
+                return fn(self, state, *args, **kwargs)
             t0 = time.perf_counter()
-            result = fn(self, state, *args)
+            result = fn(self, state, *args, **kwargs)
             self.observe(point, t0, _status_in(result))
             return result
 
@@ -377,8 +377,6 @@ class Framework:
         has = getattr(nominator, "has_nominated_pods", None)
         if has is not None and not has(node_name):
             return []
-        from ..plugins.helper import pod_priority
-
         uid = pod["metadata"].get("uid")
         prio = pod_priority(pod)
         version = getattr(nominator, "nominations_version", None)

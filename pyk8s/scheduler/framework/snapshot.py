@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from .image_states import image_states_for
 from .interface import Node, Pod
 from .types import NodeInfo
 
@@ -100,8 +101,6 @@ class Snapshot:
     @classmethod
     def from_objects(cls, nodes: Iterable[Node], pods: Iterable[Pod] = ()) -> Snapshot:
         """A snapshot of these nodes with these pods placed by spec.nodeName (pods on unknown nodes dropped)."""
-        from ..plugins.imagelocality import image_states_for
-
         nodes = list(nodes)
         infos = {n["metadata"]["name"]: NodeInfo(n) for n in nodes}
         for name, states in image_states_for(nodes).items():

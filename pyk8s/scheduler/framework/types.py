@@ -17,6 +17,7 @@ import numpy as np
 
 from ...api.quantity import milli_value, parse_quantity, value
 from ...api.selectors import EVERYTHING, LabelSelector, label_selector_from_object
+from .image_states import ImageStateSummary
 from .interface import Node, Pod
 
 CPU, MEMORY, EPHEMERAL_STORAGE, PODS = "cpu", "memory", "ephemeral-storage", "pods"
@@ -328,10 +329,10 @@ def pod_key(pod: Pod) -> str:
     return f"{md.get('namespace', '')}/{md.get('name', '')}"
 
 
-@dataclass(slots=True)
-class ImageStateSummary:
-    size: int
-    num_nodes: int
+def pod_priority(pod: Pod) -> int:
+    """spec.priority, 0 when unset (upstream: corev1helpers.PodPriority)."""
+    p = (pod.get("spec") or {}).get("priority")
+    return int(p) if p is not None else 0
 
 
 def host_ports(pod: Pod) -> list[tuple[str, str, int]]:

@@ -31,7 +31,7 @@ from ..framework.preemption import (
     Victims,
     importance_key,
 )
-from .helper import pod_priority
+from ..framework.types import pod_priority
 
 if TYPE_CHECKING:
     from ..framework.types import NodeInfo, PodInfo

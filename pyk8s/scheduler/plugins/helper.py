@@ -119,9 +119,3 @@ def node_taints(node: Node) -> list[dict[str, Any]]:
 
 def pod_tolerations(pod: Pod) -> list[dict[str, Any]]:
     return (pod.get("spec") or {}).get("tolerations") or []
-
-
-def pod_priority(pod: Pod) -> int:
-    """spec.priority, 0 when unset (upstream: corev1helpers.PodPriority)."""
-    p = (pod.get("spec") or {}).get("priority")
-    return int(p) if p is not None else 0

@@ -1,8 +1,7 @@
 """The ImageLocality Score plugin (upstream: plugins/imagelocality/image_locality.go): favours nodes that already
 hold the pod's container images, by image size scaled by how widely the image has spread (so pods do not all pile
-onto the few nodes that pulled it first), clamped between a per-container minimum and maximum.
-
-`image_states_for` builds NodeInfo.image_states from node.status.images the way upstream's scheduler cache does.
+onto the few nodes that pulled it first), clamped between a per-container minimum and maximum. It reads the
+framework's per-node image summaries (NodeInfo.image_states, framework/image_states.py).
 """
 
 from __future__ import annotations
@@ -11,8 +10,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from ..framework.image_states import ImageStateSummary
 from ..framework.interface import MAX_NODE_SCORE, CycleState, Pod, ScorePlugin, Status
-from ..framework.types import ImageStateSummary
 from .normalize import go_div
 
 if TYPE_CHECKING:
@@ -30,36 +29,6 @@ def normalized_image_name(name: str) -> str:
     if name.rfind(":") <= name.rfind("/"):
         return name + ":latest"
     return name
-
-
-def image_states_for(nodes: list[dict[str, Any]]) -> dict[str, dict[str, ImageStateSummary]]:
-    """Per node name, its images by name with their size and how many of `nodes` hold that name.
-
-    As upstream's cache, a name's size is the one first seen for it (nodes in the given order, then images and
-    names in status order), and a name appearing twice on one node counts that node once.
-    """
-    sizes: dict[str, int] = {}
-    holders: dict[str, set[str]] = {}
-    for node in nodes:
-        node_name = node["metadata"]["name"]
-        for image in (node.get("status") or {}).get("images") or ():
-            for name in image.get("names") or ():
-                if name not in sizes:
-                    sizes[name] = int(image.get("sizeBytes") or 0)
-                holders.setdefault(name, set()).add(node_name)
-    out: dict[str, dict[str, ImageStateSummary]] = {}
-    shared: dict[str, ImageStateSummary] = {}
-    for node in nodes:
-        states: dict[str, ImageStateSummary] = {}
-        for image in (node.get("status") or {}).get("images") or ():
-            for name in image.get("names") or ():
-                if name not in states:
-                    summary = shared.get(name)
-                    if summary is None:
-                        summary = shared[name] = ImageStateSummary(sizes[name], len(holders[name]))
-                    states[name] = summary
-        out[node["metadata"]["name"]] = states
-    return out
 
 
 def scaled_image_score(state: ImageStateSummary, total_num_nodes: int) -> int:

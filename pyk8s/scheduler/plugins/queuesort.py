@@ -7,8 +7,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from ..framework.interface import QueueSortPlugin
-from ..framework.types import QueuedPodInfo
-from .helper import pod_priority
+from ..framework.types import QueuedPodInfo, pod_priority
 
 
 class PrioritySort(QueueSortPlugin):
