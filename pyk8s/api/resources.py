@@ -237,6 +237,8 @@ class ResourceTable:
         self._by_kind: dict[tuple[str, str, str], Resource] = {}
         self.versions: dict[str, list[str]] = {}
         self._preferred: list[Resource] | None = None
+        # Clients resolve a resource name on every call (the scheduler twice per pod): remembered answers.
+        self._found: dict[str, Resource | None] = {}
         for r in self.resources:
             self._by_path[(r.group, r.version, r.plural)] = r
             self._by_kind.setdefault((r.group, r.version, r.kind), r)
@@ -275,7 +277,15 @@ class ResourceTable:
 
     def find(self, name: str) -> Resource | None:
         """A resource by the names kubectl accepts (see `find_by_name`)."""
-        return find_by_name(self.in_preference_order(), name)
+        try:
+            return self._found[name]
+        except KeyError:
+            pass
+        found = find_by_name(self.in_preference_order(), name)
+        if len(self._found) >= _FOUND_LIMIT:  # names come from users too: keep the memo bounded
+            self._found.clear()
+        self._found[name] = found
+        return found
 
     def stored(self) -> list[Resource]:
         """The resources with storage of their own: not another version's view (events.k8s.io Events,
@@ -290,5 +300,7 @@ class ResourceTable:
         stored = self.get(group, version, r.storage_name or r.plural) or self.get(group, version, r.plural)
         return stored or r
 
+
+_FOUND_LIMIT = 4096
 
 TABLE = ResourceTable(RESOURCES)

@@ -7,6 +7,7 @@ pyk8s speaks it. Responses: JSON, YAML, and the `as=Table` / `as=PartialObjectMe
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from ..api import errors
@@ -84,6 +85,8 @@ class Output:
     stream: bool = False
 
 
+# Clients send the same few Accept headers over and over; an Output is immutable, so each answer is kept.
+@functools.lru_cache(maxsize=512)
 def choose_output(accept: str | None, *, allow_table: bool = True) -> Output:
     """The best response format the Accept header allows; 406 if none."""
     ranges = parse_media_types(accept)

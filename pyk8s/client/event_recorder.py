@@ -20,6 +20,7 @@ two events in one nanosecond still get distinct names. The namespace is the obje
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import logging
 import time
 from collections.abc import Mapping
@@ -77,18 +78,30 @@ def _ref_key(ref: Mapping[str, Any] | None) -> tuple[str, ...]:
 _last_nanos = 0
 
 
-def _unique_suffix() -> str:
-    """Upstream's name suffix, hex Unix nanoseconds, but never repeated within this process."""
+def _unique_nanos() -> int:
+    """Unix nanoseconds now, but never the same twice within this process."""
     global _last_nanos
     n = time.time_ns()
     if n <= _last_nanos:
         n = _last_nanos + 1
     _last_nanos = n
-    return f"{n:x}"
+    return n
 
 
-def _micro(t: dt.datetime) -> str:
-    return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+def _unique_suffix() -> str:
+    """Upstream's name suffix, hex Unix nanoseconds, but never repeated within this process."""
+    return f"{_unique_nanos():x}"
+
+
+def _micro_from_nanos(n: int) -> str:
+    """A MicroTime string (UTC) for Unix nanoseconds `n`; the seconds part is formatted once per second."""
+    seconds, nanos = divmod(n, 1_000_000_000)
+    return f"{_second_prefix(seconds)}.{nanos // 1000:06d}Z"
+
+
+@functools.lru_cache(maxsize=2)
+def _second_prefix(second: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
 
 
 def _seconds(t: dt.datetime) -> str:
@@ -162,12 +175,13 @@ class EventRecorder:
         if type_ not in EVENT_TYPES:
             log.error("unsupported event type %r; will not report event %s %s", type_, reason, message)
             return
-        now = dt.datetime.now(dt.UTC)
+        # One clock reading names the event and stamps it, as upstream's recorder does.
+        nanos = _unique_nanos()
         event: Object = {
             "apiVersion": "events.k8s.io/v1",
             "kind": "Event",
-            "metadata": {"name": f"{ref['name']}.{_unique_suffix()}", "namespace": ref.get("namespace") or "default"},
-            "eventTime": _micro(now),
+            "metadata": {"name": f"{ref['name']}.{nanos:x}", "namespace": ref.get("namespace") or "default"},
+            "eventTime": _micro_from_nanos(nanos),
             "reportingController": self.reporting_controller,
             "reportingInstance": self.reporting_instance,
             "action": action,

@@ -44,7 +44,6 @@ one place to import the events API from.
 from __future__ import annotations
 
 import asyncio
-import copy
 import logging
 import random
 import socket
@@ -347,9 +346,9 @@ class EventBroadcaster:
                 series["lastObservedTime"] = event["eventTime"]
                 return None
             cached.event["series"] = {"count": 2, "lastObservedTime": event["eventTime"]}
-            return copy.deepcopy(cached.event)
+            return _snapshot(cached.event)
         self._event_cache[key] = _CachedEvent(event, now)
-        return copy.deepcopy(event)
+        return _snapshot(event)
 
     async def _attempt_recording(self, event: Object) -> None:
         tries = 0
@@ -396,7 +395,7 @@ class EventBroadcaster:
         for key, cached in list(self._event_cache.items()):
             if cached.event.get("series") is not None:
                 await self._key_idle(key)
-                await self._record_event(copy.deepcopy(cached.event))
+                await self._record_event(_snapshot(cached.event))
 
     async def finish_series(self) -> None:
         """The finishing pass (upstream finishSeries): a series without a repeat for `finish_time` gets its
@@ -407,7 +406,7 @@ class EventBroadcaster:
                 continue
             if cached.event.get("series") is not None:
                 await self._key_idle(key)
-                _, retry = await self._record_event(copy.deepcopy(cached.event))
+                _, retry = await self._record_event(_snapshot(cached.event))
                 if retry:
                     continue
             if self._event_cache.get(key) is cached:
@@ -457,6 +456,16 @@ class EventBroadcaster:
             return False
         self.correlator.update_state(written)
         return True
+
+
+def _snapshot(event: Object) -> Object:
+    """A copy of a cached Event to write while the cache lives on. Only `series` (added, then counted up in
+    place) ever changes in a cached Event, so a shallow copy with its own `series` is enough."""
+    out = dict(event)
+    series = out.get("series")
+    if series is not None:
+        out["series"] = dict(series)
+    return out
 
 
 def _isomorphic_key(event: Mapping[str, Any]) -> tuple[Hashable, ...]:
