@@ -3,9 +3,20 @@ registry served at `/metrics` by `pyk8s scheduler`."""
 
 from __future__ import annotations
 
+import functools
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 SCHEDULER_REGISTRY = CollectorRegistry(auto_describe=True)
+
+
+@functools.cache
+def child(metric: Any, *labels: str) -> Any:
+    """`metric.labels(*labels)`, looked up once: prometheus_client's lookup takes a lock and validates the
+    labels on every call, and the scheduler's label sets are few (results, profiles, operations)."""
+    return metric.labels(*labels)
+
 
 _LATENCY_BUCKETS = tuple(0.001 * 2**i for i in range(15))  # 1 ms .. ~16 s, upstream's exponential buckets
 _PLUGIN_BUCKETS = tuple(0.00001 * 1.5**i for i in range(20))  # 10 µs .. ~22 ms

@@ -505,7 +505,7 @@ class PriorityQueue:
             return True
         finally:
             code = "Success" if status is None else str(status.code)
-            metrics.framework_extension_point_duration.labels("PreEnqueue", code, _profile(qpi.pod)).observe(
+            metrics.child(metrics.framework_extension_point_duration, "PreEnqueue", code, _profile(qpi.pod)).observe(
                 time.perf_counter() - start
             )
 

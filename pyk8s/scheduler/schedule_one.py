@@ -506,12 +506,12 @@ async def binding_cycle(
         await handle_binding_cycle_error(sched, fw, state, qpi, assumed, host, st, fit_error, cycle, started)
         return
     elapsed = time.perf_counter() - started
-    metrics.schedule_attempts.labels("scheduled", fw.profile_name).inc()
-    metrics.scheduling_attempt_duration.labels("scheduled", fw.profile_name).observe(elapsed)
+    metrics.child(metrics.schedule_attempts, "scheduled", fw.profile_name).inc()
+    metrics.child(metrics.scheduling_attempt_duration, "scheduled", fw.profile_name).observe(elapsed)
     metrics.pod_scheduling_attempts.observe(qpi.attempts)
     if qpi.initial_attempt_timestamp is not None:
         attempts = str(qpi.attempts) if qpi.attempts < 16 else "15+"
-        metrics.pod_scheduling_sli_duration.labels(attempts).observe(
+        metrics.child(metrics.pod_scheduling_sli_duration, attempts).observe(
             max(0.0, sched.queue_clock() - qpi.initial_attempt_timestamp)
         )
     sched.record_event(
@@ -566,8 +566,8 @@ async def handle_scheduling_failure(
     elapsed = time.perf_counter() - started
     if status.is_rejected():
         reason = "Unschedulable"
-        metrics.schedule_attempts.labels("unschedulable", fw.profile_name).inc()
-        metrics.scheduling_attempt_duration.labels("unschedulable", fw.profile_name).observe(elapsed)
+        metrics.child(metrics.schedule_attempts, "unschedulable", fw.profile_name).inc()
+        metrics.child(metrics.scheduling_attempt_duration, "unschedulable", fw.profile_name).observe(elapsed)
         if fit_error is not None:
             qpi.unschedulable_plugins = set(fit_error.diagnosis.unschedulable_plugins)
             qpi.pending_plugins = set(fit_error.diagnosis.pending_plugins)
@@ -580,8 +580,8 @@ async def handle_scheduling_failure(
             qpi.pending_plugins.add(status.plugin)
     else:
         reason = "SchedulerError"
-        metrics.schedule_attempts.labels("error", fw.profile_name).inc()
-        metrics.scheduling_attempt_duration.labels("error", fw.profile_name).observe(elapsed)
+        metrics.child(metrics.schedule_attempts, "error", fw.profile_name).inc()
+        metrics.child(metrics.scheduling_attempt_duration, "error", fw.profile_name).observe(elapsed)
         message = status.message()
         qpi.unschedulable_plugins = set()
         qpi.pending_plugins = set()

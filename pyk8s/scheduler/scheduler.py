@@ -203,7 +203,7 @@ class Scheduler:
         one itself, only around PreBind and Bind (a pod waiting at Permit must not hold one)."""
         task = asyncio.create_task(coro if operation == "binding" else self._with_api_slot(coro))
         self._background.add(task)
-        gauge = metrics.goroutines.labels(operation)
+        gauge = metrics.child(metrics.goroutines, operation)
         gauge.inc()
 
         def done(t: asyncio.Task[None]) -> None:
