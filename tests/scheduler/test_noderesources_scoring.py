@@ -464,9 +464,13 @@ WITH_GPU = [*DEFAULT, {"name": "nvidia.com/gpu", "weight": 1}]
 BALANCED_EXISTING = [pod(*CPU_ONLY, node="node1"), pod(*CPU_AND_MEMORY, node="node2")]
 
 BALANCED_CASES = [
-    # v1.32 still scores best-effort pods (the PreScore skip for them came in v1.33)
+    # v1.32 still scores best-effort pods (the PreScore skip for them came in v1.33, kubernetes#130260), with zero
+    # requests: no scheduler defaults (those would give 51 here: 100m of 4000m against 200Mi capped at 1)
     ("nothing scheduled, nothing requested", pod(), [make_node_milli("node1", 4000, 10000),
                                                      make_node_milli("node2", 4000, 10000)], [], DEFAULT, [100, 100]),
+    ("best-effort pod: the existing pods' requests decide", pod(None),
+     [make_node_milli("node1", 10000, 20000), make_node_milli("node2", 10000, 20000)], BALANCED_EXISTING, DEFAULT,
+     [85, 97]),
     ("nothing scheduled, resources requested, differently sized nodes", pod(*CPU_AND_MEMORY),
      [make_node_milli("node1", 4000, 10000), make_node_milli("node2", 6000, 10000)], [], DEFAULT, [87, 100]),
     ("resources requested, pods scheduled with resources", pod(*CPU_AND_MEMORY),

@@ -3,7 +3,8 @@
 Favors nodes whose resources would be used evenly with the pod on them: the score is (1 - standard deviation
 of the requested/allocatable fractions) on 0-100, over the configured resources (cpu and memory by default),
 counting the pods' plain requests (no defaults for containers without requests). v1.32 scores every pod,
-including best-effort ones (skipping those came in v1.33).
+including best-effort ones, whose zero requests leave only the node's existing pods to compare (the PreScore
+Skip for them came in v1.33, kubernetes#130260).
 """
 
 from __future__ import annotations
