@@ -39,6 +39,7 @@ GATES: dict[str, Gate] = {
     "MatchLabelKeysInPodTopologySpread": Gate(True, BETA),
     "NodeInclusionPolicyInPodTopologySpread": Gate(True, BETA),
     "VolumeAttributesClass": Gate(False, BETA),
+    "CSIMigrationPortworx": Gate(True, BETA),
     "VolumeCapacityPriority": Gate(False, ALPHA),
     "InPlacePodVerticalScaling": Gate(False, ALPHA),
     "PodLevelResources": Gate(False, ALPHA),
