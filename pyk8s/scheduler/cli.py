@@ -17,14 +17,14 @@ from ..component_options import secure_port_options
 log = logging.getLogger(__name__)
 
 
-def _load_scheduler_config(path: str | None) -> Any:
+def _load_scheduler_config(path: str | None, feature_gates: dict[str, bool] | None = None) -> Any:
     from .config import ConfigError, load_config
     from .framework.runtime import FrameworkError
     from .plugins.registry import check_profiles
 
     try:
-        config = load_config(path)
-        check_profiles(config)
+        config = load_config(path, feature_gates=feature_gates)
+        check_profiles(config, feature_gates)
     except ConfigError as e:
         raise click.ClickException(f"invalid configuration {path}: {e}") from None
     except FrameworkError as e:
@@ -35,12 +35,16 @@ def _load_scheduler_config(path: str | None) -> Any:
 
 
 def _feature_gates(text: str) -> dict[str, bool]:
-    gates: dict[str, bool] = {}
-    for item in filter(None, (s.strip() for s in text.split(","))):
-        name, sep, value = item.partition("=")
-        if not sep or value.lower() not in ("true", "false"):
-            raise click.BadParameter(f"{item!r}: want Name=true|false", param_hint="--feature-gates")
-        gates[name] = value.lower() == "true"
+    """--feature-gates read and checked (framework/features.py): every gate pyk8s's scheduler knows, set or
+    defaulted; names it does not know are reported and ignored."""
+    from .framework.features import FeatureGateError, parse_feature_gates, resolve_feature_gates
+
+    try:
+        gates, ignored = resolve_feature_gates(parse_feature_gates(text))
+    except FeatureGateError as e:
+        raise click.BadParameter(str(e), param_hint="--feature-gates") from None
+    for name in ignored:
+        log.warning("feature gate %s does not change what a v1.32 scheduler decides; ignored", name)
     return gates
 
 
@@ -52,7 +56,10 @@ def _feature_gates(text: str) -> dict[str, bool]:
     help="Schedule only while holding the kube-system/kube-scheduler Lease (default: the config's, true).",
 )  # fmt: skip
 @secure_port_options(10259)
-@click.option("--feature-gates", default="", help="Comma-separated Name=true|false.")
+@click.option(
+    "--feature-gates", default="",
+    help="Comma-separated Name=true|false; the gates pyk8s implements are listed in the README.",
+)  # fmt: skip
 @click.option("--kube-api-qps", type=float, default=None, help="Overrides clientConnection.qps (default 50).")
 @click.option("--kube-api-burst", type=int, default=None, help="Overrides clientConnection.burst (default 100).")
 @click.option("-v", "--v", "verbosity", default=0, help="Log verbosity (0-4).")
@@ -70,8 +77,8 @@ def scheduler(
     from .server import SchedulerServer
 
     _logging(verbosity)
-    config = _load_scheduler_config(config_path)
     gates = _feature_gates(feature_gates)
+    config = _load_scheduler_config(config_path, gates)
     cc = config.client_connection
     try:
         client_config = load_config(kubeconfig or cc.kubeconfig or None).with_options(

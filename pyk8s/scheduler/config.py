@@ -44,7 +44,7 @@ from .config_defaults import (
     merge_plugins,
 )
 from .config_validation import validate_config
-from .framework.handle import DEFAULT_FEATURE_GATES
+from .framework.features import DEFAULT_FEATURE_GATES
 
 __all__ = [
     "API_VERSION",

@@ -22,7 +22,7 @@ from .config_defaults import (
     PluginSet,
     validate_plugin_args,
 )
-from .framework.handle import DEFAULT_FEATURE_GATES
+from .framework.features import DEFAULT_FEATURE_GATES
 
 if TYPE_CHECKING:
     from .config import Extender, LeaderElection, Profile, SchedulerConfig

@@ -28,6 +28,7 @@ from typing import Any
 from .cache import SchedulerCache
 from .config import SchedulerConfig, default_config
 from .framework.equivalence import ScoreError
+from .framework.features import FeatureGateError, process_gates_set, resolve_feature_gates
 from .framework.handle import FrameworkHandle, StaticLister
 from .framework.interface import Code, CycleState, NodeScore, Status
 from .framework.runtime import Framework
@@ -99,10 +100,16 @@ def build_evaluation_framework(scenario: dict[str, Any], config: SchedulerConfig
     for resource, items in extra.items():
         for obj in items or ():
             objects.add(resource, obj)
-    gates = scenario.get("featureGates") or {}
-    if not isinstance(gates, dict):
+    requested = scenario.get("featureGates") or {}
+    if not isinstance(requested, dict) or not all(isinstance(v, bool) for v in requested.values()):
         raise ScenarioError("featureGates: must be a map of name to bool")
-    handle = FrameworkHandle(_snapshot(nodes, existing), objects, feature_gates=gates)
+    try:
+        gates, _ = resolve_feature_gates(requested)
+    except FeatureGateError as e:
+        raise ScenarioError(f"featureGates: {e}") from None
+    with process_gates_set(gates):  # the existing pods are counted as the scheduler would count them
+        snapshot = _snapshot(nodes, existing)
+    handle = FrameworkHandle(snapshot, objects, feature_gates=gates)
     plugins = scenario.get("plugins")
     if plugins is not None:
         if not isinstance(plugins, list) or not all(isinstance(p, dict) and p.get("name") for p in plugins):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .framework.features import process_gates
 from .framework.interface import (
     ASSIGNED_POD,
     CSI_DRIVER,
@@ -26,7 +27,7 @@ from .framework.interface import (
     ClusterEvent,
     Pod,
 )
-from .framework.types import pod_requests
+from .framework.types import RequestOptions, pod_requests
 
 __all__ = [
     "ASSIGNED_POD_ADD",
@@ -139,8 +140,11 @@ def pod_scheduling_properties_change(new: Pod, old: Pod, dra_enabled: bool = Fal
 
 
 def _scaled_down(new: Pod, old: Pod) -> bool:
-    """Whether any resource the old pod requested is requested less, or not at all, by the new one."""
-    n, o = pod_requests(new), pod_requests(old)
+    """Whether any resource the old pod requested is requested less, or not at all, by the new one (upstream:
+    extractPodScaleDown, which reads resized requests from the status with the process's
+    InPlacePodVerticalScaling gate, and pod-level requests whatever PodLevelResources is)."""
+    opts = RequestOptions(status_resources=process_gates().in_place_pod_vertical_scaling, pod_level=True)
+    n, o = pod_requests(new, opts=opts), pod_requests(old, opts=opts)
     if o.milli_cpu > n.milli_cpu or o.memory > n.memory or o.ephemeral_storage > n.ephemeral_storage:
         return True
     return any(name not in n.scalar or v > n.scalar[name] for name, v in o.scalar.items())

@@ -28,6 +28,7 @@ from . import queue_events as qe
 from .cache import SchedulerCache
 from .config import SchedulerConfig, default_config
 from .extender import apply_ignored_resources, build_extenders
+from .framework.features import set_process_gates
 from .framework.handle import FrameworkHandle
 from .framework.interface import ActionType, ClusterEvent, Pod
 from .framework.runtime import Framework
@@ -147,6 +148,8 @@ class Scheduler:
         self.client = client
         self.config = config or default_config()
         self.identity = identity or default_identity()
+        # NodeInfo's accounting and the queue's reading of pod updates use the process's gates, as upstream's do
+        set_process_gates(feature_gates or {})
         self.factory = SharedInformerFactory(client, transform=drop_managed_fields) if client is not None else None
         self.objects = InformerLister(self.factory) if self.factory is not None else None
         self.cache = SchedulerCache()

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from pyk8s.scheduler.cache import SchedulerCache
 from pyk8s.scheduler.config import default_config
+from pyk8s.scheduler.framework.equivalence import equivalence_key
 from pyk8s.scheduler.framework.handle import FrameworkHandle
 from pyk8s.scheduler.framework.interface import CycleState
 from pyk8s.scheduler.framework.snapshot import Snapshot
@@ -198,3 +199,17 @@ def test_memoised_rejections_equal_fresh_ones(steps):
     for kind in range(3):
         pod = preemptor(kind, counter + 1 + kind)
         assert verdicts(fw, pod) == verdicts(fw_plain, pod)
+
+
+def test_reported_container_resources_split_a_class() -> None:
+    # with InPlacePodVerticalScaling the scorers read a container's resized requests from its status
+    def key(pod: dict) -> bytes:
+        return equivalence_key(CycleState(), pod)
+
+    plain = make_pod("a", cpu="1")
+    resized = copy.deepcopy(plain)
+    resized["status"] = {"containerStatuses": [{"name": "c", "resources": {"requests": {"cpu": "2"}}}]}
+    same = copy.deepcopy(resized)
+    same["metadata"]["name"] = "b"
+    assert key(plain) != key(resized) == key(same)
+    assert key(plain) == key({**plain, "status": {"phase": "Pending"}})

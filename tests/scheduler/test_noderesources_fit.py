@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from pyk8s.scheduler.framework.features import process_gates_set
 from pyk8s.scheduler.framework.interface import NODE, POD, ActionType, Code, CycleState, QueueingHint, Status
 from pyk8s.scheduler.framework.snapshot import Snapshot
 from pyk8s.scheduler.framework.types import pod_requests_pair
@@ -245,6 +246,40 @@ def test_enough_requests(name, the_pod, existing, args, want):
         assert got is None
 
 
+# (name, pod, existing pod on the node, want reasons with PodLevelResources on, and off) — upstream's pod-level
+# cases of TestEnoughRequests; the node as above
+POD_LEVEL_CASES = [
+    ("skip checking resource request with quantity zero", pod(res(scalars={EXT_A: 1})),
+     pod(res(20, 30, scalars={EXT_A: 1})), [], []),
+    ("both pod-level and container-level resources fit", pod(res(1, 1), pod_requests={"cpu": "1m", "memory": "2"}),
+     pod(res(5, 5)), [], []),
+    ("pod-level cpu resource not fit", pod(res(1, 1), pod_requests={"cpu": "7m", "memory": "2"}), pod(res(5, 5)),
+     [_insufficient(CPU)], []),
+    ("pod-level memory resource not fit", pod(res(1, 1), pod_requests={"cpu": "3m", "memory": "2"}), pod(res(5, 19)),
+     [_insufficient(MEM)], []),
+    ("one pod-level cpu resource fits and all init and non-init containers resources fit",
+     pod(res(1, 1), init=[res(1, 1)], pod_requests={"cpu": "3m", "memory": "2"}), pod(res(5, 19)),
+     [_insufficient(MEM)], []),
+    ("pod-level hugepages are not pod-level resources in v1.32",
+     pod(res(1, 1), pod_requests={"cpu": "1m", HUGE_PAGE_A: "10"}), pod(res()), [], []),
+    ("existing pods count their pod-level requests", pod(res(2, 1)), pod(res(1, 1), pod_requests={"cpu": "9m"}),
+     [_insufficient(CPU)], []),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("gate", [True, False], ids=["PodLevelResources", "gate off"])
+@pytest.mark.parametrize(
+    ("name", "the_pod", "existing", "want_on", "want_off"), POD_LEVEL_CASES, ids=[c[0] for c in POD_LEVEL_CASES]
+)
+def test_enough_requests_pod_level(name, the_pod, existing, want_on, want_off, gate):
+    p = NodeResourcesFit.new(None, handle(PodLevelResources=gate))
+    with process_gates_set({"PodLevelResources": gate}):
+        ni = node_info(node("n", _alloc(10, 20, 32, 5, 20, 5)), existing)
+    want = want_on if gate else want_off
+    got = _run_filter(p, the_pod, ni)
+    assert got == (Status(Code.UNSCHEDULABLE, *want) if want else None)
+
+
 @pytest.mark.parametrize(
     ("the_pod", "existing", "want"),
     [
@@ -430,6 +465,29 @@ def _req_pod(name: str, requests: dict[str, str], node_name: str = "", uid: str 
 def test_is_schedulable_after_pod_event(target, old, new, in_place, want):
     p = NodeResourcesFit.new(None, handle(InPlacePodVerticalScaling=in_place))
     assert p.is_schedulable_after_pod_event(target, old, new) == want
+
+
+def test_scale_down_hint_reads_resized_status_and_pod_level_requests():
+    # With InPlacePodVerticalScaling the hint reads requests as upstream's isSchedulableAfterPodScaleDown does:
+    # a container's status counts, and pod-level requests count whatever PodLevelResources says.
+    p = NodeResourcesFit.new(None, handle(InPlacePodVerticalScaling=True))
+    target = pod({"cpu": "1"}, name="pod1", uid="uid-pod1")
+    resizing = pod({"cpu": "1"}, node="fake", name="pod2", uid="uid-pod2", status_requests={"c0": {"cpu": "2"}})
+    resized = pod({"cpu": "1"}, node="fake", name="pod2", uid="uid-pod2", status_requests={"c0": {"cpu": "1"}})
+    assert p.is_schedulable_after_pod_event(target, resizing, resized) == QueueingHint.QUEUE
+    assert p.is_schedulable_after_pod_event(target, resized, resizing) == QueueingHint.SKIP
+    pod_level_target = pod({}, name="pod1", uid="uid-pod1", pod_requests={"cpu": "1"})
+    shrunk = pod({"cpu": "1"}, node="fake", name="pod2", uid="uid-pod2")
+    assert p.is_schedulable_after_pod_event(pod_level_target, resizing, shrunk) == QueueingHint.QUEUE
+
+
+@pytest.mark.parametrize(("gate", "want"), [(True, QueueingHint.SKIP), (False, QueueingHint.QUEUE)])
+def test_node_change_hint_counts_pod_level_requests_with_the_gate(gate, want):
+    the_pod = pod({"cpu": "1m"}, pod_requests={"cpu": "2"})
+    p = NodeResourcesFit.new(None, handle(PodLevelResources=gate))
+    assert p.is_schedulable_after_node_change(the_pod, None, cap_node("n", {"cpu": "1500m"})) == want
+    grown = p.is_schedulable_after_node_change(the_pod, cap_node("n", {"cpu": "1"}), cap_node("n", {"cpu": "3"}))
+    assert grown == QueueingHint.QUEUE
 
 
 MEM2_EXT1 = res(memory=2, scalars={EXT_A: 1})

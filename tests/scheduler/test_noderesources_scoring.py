@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from pyk8s.scheduler.framework.features import process_gates_set
 from pyk8s.scheduler.framework.interface import Code, CycleState
 from pyk8s.scheduler.framework.snapshot import Snapshot
 from pyk8s.scheduler.framework.types import NodeInfo
@@ -464,9 +465,13 @@ WITH_GPU = [*DEFAULT, {"name": "nvidia.com/gpu", "weight": 1}]
 BALANCED_EXISTING = [pod(*CPU_ONLY, node="node1"), pod(*CPU_AND_MEMORY, node="node2")]
 
 BALANCED_CASES = [
-    # v1.32 still scores best-effort pods (the PreScore skip for them came in v1.33)
+    # v1.32 still scores best-effort pods (the PreScore skip for them came in v1.33, kubernetes#130260), with zero
+    # requests: no scheduler defaults (those would give 51 here: 100m of 4000m against 200Mi capped at 1)
     ("nothing scheduled, nothing requested", pod(), [make_node_milli("node1", 4000, 10000),
                                                      make_node_milli("node2", 4000, 10000)], [], DEFAULT, [100, 100]),
+    ("best-effort pod: the existing pods' requests decide", pod(None),
+     [make_node_milli("node1", 10000, 20000), make_node_milli("node2", 10000, 20000)], BALANCED_EXISTING, DEFAULT,
+     [85, 97]),
     ("nothing scheduled, resources requested, differently sized nodes", pod(*CPU_AND_MEMORY),
      [make_node_milli("node1", 4000, 10000), make_node_milli("node2", 6000, 10000)], [], DEFAULT, [87, 100]),
     ("resources requested, pods scheduled with resources", pod(*CPU_AND_MEMORY),
@@ -500,6 +505,32 @@ def test_balanced_allocation(name, the_pod, nodes, existing, resources, want, ru
     plugin = NodeResourcesBalancedAllocation.new({"resources": resources}, handle())
     assert plugin.score_extensions() is None
     _check(plugin, the_pod, nodes, existing, list(zip(names, want, strict=True)), run_pre_score)
+
+
+# -- PodLevelResources ----------------------------------------------------------------------------------------------
+
+POD_LEVEL_NODES = [make_node_milli("node1", 4000, 10000), make_node_milli("node2", 6000, 10000)]
+POD_LEVEL_EXISTING = [pod(None, node="node1", pod_requests={"cpu": "2000m", "memory": "4000"})]
+POD_LEVEL_POD = pod(*CPU_AND_MEMORY, pod_requests={"cpu": "1000m", "memory": "1000"})
+
+# (name, plugin, want with the gate on, want with it off): the pod's and the existing pod's pod-level requests
+# replace their containers' (off: the containers' 3000m/5000, and the existing pod's defaults 100m/200Mi)
+POD_LEVEL_SCORE_CASES = [
+    ("LeastAllocated", lambda gate: NodeResourcesFit.new(None, handle(PodLevelResources=gate)), [37, 86], [11, 50]),
+    ("BalancedAllocation", lambda gate: NodeResourcesBalancedAllocation.new(None, handle(PodLevelResources=gate)),
+     [87, 96], [87, 100]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("run_pre_score", [True, False], ids=["with PreScore", "without PreScore"])
+@pytest.mark.parametrize("gate", [True, False], ids=["PodLevelResources", "gate off"])
+@pytest.mark.parametrize(("name", "make", "want_on", "want_off"), POD_LEVEL_SCORE_CASES,
+                         ids=[c[0] for c in POD_LEVEL_SCORE_CASES])  # fmt: skip
+def test_pod_level_scores(name, make, want_on, want_off, gate, run_pre_score):
+    want = want_on if gate else want_off
+    with process_gates_set({"PodLevelResources": gate}):
+        _check(make(gate), POD_LEVEL_POD, POD_LEVEL_NODES, POD_LEVEL_EXISTING,
+               list(zip(["node1", "node2"], want, strict=True)), run_pre_score)  # fmt: skip
 
 
 def test_fit_has_no_normalize_score():

@@ -37,9 +37,14 @@ def pod(
     node: str = "",
     name: str = "",
     uid: str = "",
+    pod_requests: dict[str, Any] | None = None,
+    status_requests: dict[str, dict[str, Any] | None] | None = None,
+    resize: str = "",
 ) -> dict[str, Any]:
     """A pod with one container per `containers` entry (a request dict, or None for a container without
-    requests), plain init containers `init`, then restartable init containers `sidecars`."""
+    requests), plain init containers `init`, then restartable init containers `sidecars`; `pod_requests` are
+    its pod-level spec.resources.requests, `status_requests` what status.containerStatuses report as each named
+    container's resources.requests (None: a status without resources) and `resize` its status.resize."""
     n = next(_uid)
     spec: dict[str, Any] = {"containers": [container(r, f"c{i}") for i, r in enumerate(containers)]}
     inits = [container(r, f"i{i}") for i, r in enumerate(init or [])]
@@ -50,12 +55,25 @@ def pod(
         spec["overhead"] = {k: str(v) for k, v in overhead.items()}
     if node:
         spec["nodeName"] = node
-    return {
+    if pod_requests is not None:
+        spec["resources"] = {"requests": {k: str(v) for k, v in pod_requests.items()}}
+    out: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name or f"p{n}", "namespace": "default", "uid": uid or f"uid-{n}"},
         "spec": spec,
     }
+    if status_requests is not None or resize:
+        statuses = []
+        for cname, reqs in (status_requests or {}).items():
+            cs: dict[str, Any] = {"name": cname}
+            if reqs is not None:
+                cs["resources"] = {"requests": {k: str(v) for k, v in reqs.items()}}
+            statuses.append(cs)
+        out["status"] = {"containerStatuses": statuses}
+        if resize:
+            out["status"]["resize"] = resize
+    return out
 
 
 def res(milli_cpu: int = 0, memory: int = 0, eph: int = 0, scalars: dict[str, int] | None = None) -> dict[str, str]:

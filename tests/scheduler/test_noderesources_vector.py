@@ -1,6 +1,7 @@
 """Property tests: the vectorized NodeResources filter and scorers equal their per-node forms on random clusters
 (random allocatable, existing pods with and without requests, init containers, sidecars, overhead, extended
-resources), for every scoring strategy; and the once-per-cycle request computation equals types.pod_requests."""
+resources, pod-level requests and resized containers under random PodLevelResources / InPlacePodVerticalScaling
+gates), for every scoring strategy; and the once-per-cycle request computation equals types.pod_requests."""
 
 from __future__ import annotations
 
@@ -14,9 +15,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pyk8s.scheduler.framework.features import process_gates_set
 from pyk8s.scheduler.framework.interface import CycleState
 from pyk8s.scheduler.framework.snapshot import Snapshot
-from pyk8s.scheduler.framework.types import NodeInfo, Resource, pod_requests, pod_requests_pair
+from pyk8s.scheduler.framework.types import (
+    NO_GATES,
+    NodeInfo,
+    RequestOptions,
+    Resource,
+    accounting_options,
+    pod_requests,
+    pod_requests_pair,
+)
 from pyk8s.scheduler.plugins.noderesources import NodeResourcesBalancedAllocation, NodeResourcesFit, vectors
 from pyk8s.scheduler.plugins.noderesources.args import ResourceSpec
 from pyk8s.scheduler.plugins.noderesources.resource_allocation import ResourceAllocationScorer
@@ -67,15 +77,36 @@ def _pod(rng: random.Random, node_name: str = "") -> dict[str, Any]:
         spec["initContainers"] = inits
     if rng.random() < 0.15:
         spec["overhead"] = {"cpu": f"{rng.randint(0, 300)}m", "memory": str(rng.randint(0, 1 << 20))}
+    if rng.random() < 0.3:
+        # pod-level requests: cpu and/or memory, and names v1.32 does not take at pod level
+        names = rng.sample(["cpu", "memory", "ephemeral-storage", "hugepages-2Mi"], rng.randint(0, 3))
+        spec["resources"] = {"requests": {n: _quantity(n, _amount(rng, n, 8), rng.randint(0, 2)) for n in names}}
     if node_name:
         spec["nodeName"] = node_name
     uid = f"u{rng.getrandbits(64):x}"
-    return {"metadata": {"name": uid, "namespace": "default", "uid": uid}, "spec": spec}
+    out: dict[str, Any] = {"metadata": {"name": uid, "namespace": "default", "uid": uid}, "spec": spec}
+    if spec["containers"] and rng.random() < 0.3:
+        # what the kubelet reports of containers being resized (a status may report no resources)
+        statuses = [
+            {"name": c["name"], **({"resources": {"requests": _requests(rng) or {}}} if rng.random() < 0.8 else {})}
+            for c in spec["containers"]
+            if rng.random() < 0.7
+        ]
+        out["status"] = {
+            "containerStatuses": statuses,
+            "resize": rng.choice(["", "InProgress", "Deferred", "Infeasible"]),
+        }
+    return out
+
+
+def _gates(rng: random.Random) -> dict[str, bool]:
+    return {"PodLevelResources": rng.random() < 0.5, "InPlacePodVerticalScaling": rng.random() < 0.5}
 
 
 def _cluster(rng: random.Random, the_pod: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Nodes and the pods on them, for a test running under the process gates it will snapshot them with."""
     nodes, existing = [], []
-    want = pod_requests(the_pod)
+    want = pod_requests(the_pod, opts=accounting_options())
     for i in range(rng.randint(1, 8)):
         name = f"n{i}"
         on_node = [_pod(rng, name) for _ in range(rng.randint(0, 4))]
@@ -139,10 +170,12 @@ def _positions(draw: Any, n: int) -> np.ndarray:
 @given(seed=seeds, args=fit_args(), data=st.data())
 def test_fit_vector_equals_per_node(seed, args, data):
     rng = random.Random(seed)
+    gates = _gates(rng)
     the_pod = _pod(rng)
-    nodes, existing = _cluster(rng, the_pod)
-    snap = Snapshot.from_objects(nodes, existing)
-    plugin = NodeResourcesFit.new(args, handle())
+    with process_gates_set(gates):
+        nodes, existing = _cluster(rng, the_pod)
+        snap = Snapshot.from_objects(nodes, existing)
+    plugin = NodeResourcesFit.new(args, handle(**gates))
     state = CycleState()
     _, st_ = plugin.pre_filter(state, the_pod, snap.node_info_list)
     assert st_ is None
@@ -164,10 +197,13 @@ def test_fit_vector_equals_per_node(seed, args, data):
 @given(seed=seeds, names=st.lists(st.sampled_from(SCORABLE), min_size=1, max_size=6, unique=True), data=st.data())
 def test_balanced_allocation_vector_equals_per_node(seed, names, data):
     rng = random.Random(seed)
+    gates = _gates(rng)
     the_pod = _pod(rng)
-    nodes, existing = _cluster(rng, the_pod)
-    snap = Snapshot.from_objects(nodes, existing)
-    plugin = NodeResourcesBalancedAllocation.new({"resources": [{"name": n, "weight": 1} for n in names]}, handle())
+    with process_gates_set(gates):
+        nodes, existing = _cluster(rng, the_pod)
+        snap = Snapshot.from_objects(nodes, existing)
+    args = {"resources": [{"name": n, "weight": 1} for n in names]}
+    plugin = NodeResourcesBalancedAllocation.new(args, handle(**gates))
     state = CycleState()
     assert plugin.pre_score(state, the_pod, snap.node_info_list) is None
     idx = _positions(data.draw, len(nodes))
@@ -184,8 +220,11 @@ def test_balanced_allocation_vector_equals_per_node(seed, names, data):
 @given(seed=seeds)
 def test_pod_requests_fast_path_equals_the_general_rule(seed):
     """Pods without init containers or overhead take a shortcut; with an empty-request init container added
-    (which changes nothing) they take the general rule: both must agree."""
+    (which changes nothing) they take the general rule: both must agree. So must the gated rule, for a pod whose
+    containers' statuses report exactly their spec's requests and whose pod-level requests (if any) are ignored."""
     the_pod = _pod(random.Random(seed))
+    the_pod.pop("status", None)
+    the_pod["spec"].pop("resources", None)
     general = copy.deepcopy(the_pod)
     noop = {"name": "noop", "image": "x", "resources": {"requests": {"cpu": "0", "memory": "0"}}}
     general["spec"]["initContainers"] = [noop]
@@ -193,6 +232,41 @@ def test_pod_requests_fast_path_equals_the_general_rule(seed):
     if not the_pod["spec"].get("initContainers") and not the_pod["spec"].get("overhead"):
         assert fast == slow
     assert pod_requests(the_pod) == fast[0] and pod_requests(the_pod, non_zero=True) == fast[1]
+    resized = copy.deepcopy(the_pod)
+    resized["status"] = {
+        "containerStatuses": [
+            {"name": c["name"], "resources": c.get("resources") or {}} for c in resized["spec"]["containers"]
+        ],
+        "resize": random.Random(seed).choice(["", "InProgress", "Infeasible"]),
+    }
+    for everywhere in (False, True):
+        assert pod_requests_pair(resized, RequestOptions(status_resources=True), defaults_everywhere=everywhere) == fast
+
+
+@settings(max_examples=150, deadline=None)
+@given(seed=seeds)
+def test_pod_level_requests_replace_the_containers_cpu_and_memory(seed):
+    """With pod-level requests, only cpu and memory change, to the pod-level values plus the overhead; the
+    non-zero values agree with the plain ones wherever the pod's requests name the resource."""
+    the_pod = _pod(random.Random(seed))
+    the_pod.pop("status", None)
+    plain_off, _ = pod_requests_pair(the_pod, NO_GATES)
+    plain, nz = pod_requests_pair(the_pod, RequestOptions(pod_level=True))
+    pod_level = {k: v for k, v in (the_pod["spec"].get("resources") or {}).get("requests", {}).items()
+                 if k in ("cpu", "memory")}  # fmt: skip
+    overhead = Resource.from_list(the_pod["spec"].get("overhead"))
+    want = plain_off.clone()
+    if pod_level:
+        if "cpu" in pod_level:
+            want.milli_cpu = Resource.from_list({"cpu": pod_level["cpu"]}).milli_cpu + overhead.milli_cpu
+        if "memory" in pod_level:
+            want.memory = Resource.from_list({"memory": pod_level["memory"]}).memory + overhead.memory
+    assert plain == want
+    for name in pod_level:
+        assert nz.get(name) == plain.get(name)
+    scoring_nz = pod_requests_pair(the_pod, RequestOptions(pod_level=True), defaults_everywhere=True)[1]
+    for name in pod_level:
+        assert scoring_nz.get(name) == plain.get(name)
 
 
 # -- exhaustive grids over small integers ---------------------------------------------------------------------

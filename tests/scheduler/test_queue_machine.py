@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from pyk8s.scheduler import queue as q
+from pyk8s.scheduler.framework.features import process_gates_set
 from pyk8s.scheduler.framework.interface import NODE, POD, UNSCHEDULED_POD, ActionType, ClusterEvent
 from pyk8s.scheduler.framework.types import PodInfo, QueuedPodInfo
 from pyk8s.scheduler.queue import PriorityQueue
@@ -94,6 +95,30 @@ BASE = make_pod("p", cpu="1", memory="1Gi", labels={"a": "1"}, tolerations=[{"ke
 )
 def test_pod_scheduling_properties_change(new: dict[str, Any], actions: list[ActionType]) -> None:
     assert q.pod_scheduling_properties_change(new, BASE) == [ClusterEvent(UNSCHEDULED_POD, a) for a in actions]
+
+
+def _with_status_cpu(pod: dict[str, Any], cpu: str) -> dict[str, Any]:
+    return with_(pod, lambda p: p.update(status={"containerStatuses": [{"name": "c", "resources": {"requests": {
+        "cpu": cpu}}}]}))  # fmt: skip
+
+
+@pytest.mark.parametrize("in_place", [True, False])
+def test_pod_scale_down_reads_resized_status_with_the_process_gate(in_place: bool) -> None:
+    # a running resize from 2 cores back to 1: the spec is already 1, the status still reports 2
+    resizing, resized = _with_status_cpu(BASE, "2"), _with_status_cpu(BASE, "1")
+    with process_gates_set({"InPlacePodVerticalScaling": in_place}):
+        got = q.pod_scheduling_properties_change(resized, resizing)
+    want = ActionType.UPDATE_POD_SCALE_DOWN if in_place else ActionType.UPDATE_OTHER
+    assert got == [ClusterEvent(UNSCHEDULED_POD, want)]
+
+
+def test_pod_scale_down_counts_pod_level_requests_whatever_the_gate() -> None:
+    # upstream's extractPodScaleDown leaves SkipPodLevelResources false
+    old = with_(BASE, lambda p: p["spec"].update(resources={"requests": {"cpu": "4"}}))
+    new = with_(BASE, lambda p: p["spec"].update(resources={"requests": {"cpu": "3"}}))
+    assert q.pod_scheduling_properties_change(new, old) == [
+        ClusterEvent(UNSCHEDULED_POD, ActionType.UPDATE_POD_SCALE_DOWN)
+    ]
 
 
 def test_pod_scheduling_properties_change_gates_and_assigned() -> None:

@@ -296,6 +296,43 @@ def test_csi_limits(
         assert p.filter(None, new_pod, ni) == want_filter  # type: ignore[arg-type]
 
 
+PORTWORX = "pxd.portworx.com"
+PORTWORX_INTREE = "kubernetes.io/portworx-volume"
+
+
+def _portworx_pod(name: str, *volume_ids: str, claims: tuple[str, ...] = ()) -> dict[str, Any]:
+    extra = [{"name": f"px{i}", "portworxVolume": {"volumeID": v}} for i, v in enumerate(volume_ids)]
+    return pod(*claims, extra=extra, name=name)
+
+
+# (name, new pod, migrated plugins the CSINode names, CSIMigrationPortworx, want) — a node taking 1 Portworx volume
+# that already has one (px-1) attached in-tree
+PORTWORX_CASES = [
+    ("migrated on the node: counted under pxd.portworx.com", _portworx_pod("new", "px-2"),
+     f"{AWS_INTREE},{PORTWORX_INTREE}", True, EXCEEDED),
+    ("the same volume is attached once", _portworx_pod("new", "px-1"), PORTWORX_INTREE, True, None),
+    ("not migrated on the node: not counted", _portworx_pod("new", "px-2"), AWS_INTREE, True, None),
+    ("gate off: not counted", _portworx_pod("new", "px-2"), PORTWORX_INTREE, False, None),
+    ("a claim bound to an in-tree Portworx PV", _portworx_pod("new", claims=("px-claim",)), PORTWORX_INTREE, True,
+     EXCEEDED),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "new_pod", "migrated", "gate", "want"), PORTWORX_CASES,
+                         ids=[c[0] for c in PORTWORX_CASES])  # fmt: skip
+def test_portworx_migration(name: str, new_pod: dict[str, Any], migrated: str, gate: bool, want: Any) -> None:
+    ni, csi_node = node_and_csinode("csinode", [_portworx_pod("running", "px-1")], 1, [PORTWORX])
+    assert csi_node is not None
+    csi_node["metadata"]["annotations"]["storage.alpha.kubernetes.io/migrated-plugins"] = migrated
+    objects = fake_objects([PORTWORX])
+    objects.add("csinodes", csi_node)
+    objects.add("persistentvolumes", {"metadata": {"name": "px-pv"}, "spec": {"portworxVolume": {"volumeID": "px-3"}}})
+    objects.add("persistentvolumeclaims", {"metadata": {"name": "px-claim", "namespace": "default"},
+                                           "spec": {"volumeName": "px-pv"}})  # fmt: skip
+    p = NodeVolumeLimits.new(None, FrameworkHandle(objects=objects, feature_gates={"CSIMigrationPortworx": gate}))
+    assert p.filter(None, new_pod, ni) == want  # type: ignore[arg-type]
+
+
 def test_attach_limit_key() -> None:
     assert csi_attach_limit_key("ebs.csi.aws.com") == "attachable-volumes-csi-ebs.csi.aws.com"
     long_name = "a-very-long-csi-driver-name.example.storage.company.com"
@@ -323,6 +360,7 @@ def test_attach_limit_key() -> None:
         ),
         ("azureDisk", {"diskName": "x", "diskURI": "uri"}, None, "uri"),
         ("cinder", {"volumeID": "c"}, None, "c"),
+        ("portworxVolume", {"volumeID": "px"}, None, "px"),
     ],
 )
 def test_translated_handles(key: str, source: dict[str, Any], pv_labels: Any, want: str) -> None:

@@ -120,11 +120,18 @@ def run_score(plugin: Any, state: CycleState, pod: Pod, node_info: NodeInfo) -> 
 
 
 def equivalence_key(state: CycleState, pod: Pod) -> bytes:
-    """The pod's class: its spec and namespace (computed once per cycle)."""
+    """The pod's class: its spec and namespace, and its containers' reported resources if it has any (computed
+    once per cycle)."""
     key = state.get("__equivalence")
     if key is None:
         spec = pod.get("spec") or {}
-        key = orjson.dumps([pod["metadata"].get("namespace", ""), spec], option=orjson.OPT_SORT_KEYS)
+        parts: list[Any] = [pod["metadata"].get("namespace", ""), spec]
+        status = pod.get("status") or {}
+        if status.get("containerStatuses"):
+            # With InPlacePodVerticalScaling the scorers read a container's resized requests from its status
+            parts.append([[cs.get("name"), cs.get("resources")] for cs in status["containerStatuses"]])
+            parts.append(status.get("resize"))
+        key = orjson.dumps(parts, option=orjson.OPT_SORT_KEYS)
         state.write("__equivalence", key)
     return key
 

@@ -9,24 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from .features import DEFAULT_FEATURE_GATES
 from .snapshot import Snapshot
-
-# Upstream's v1.32 defaults for the feature gates the scheduler's plugins consult.
-DEFAULT_FEATURE_GATES: dict[str, bool] = {
-    "SchedulerQueueingHints": True,
-    "PodSchedulingReadiness": True,
-    "MatchLabelKeysInPodTopologySpread": True,
-    "MatchLabelKeysInPodAffinity": True,
-    "NodeInclusionPolicyInPodTopologySpread": True,
-    "MinDomainsInPodTopologySpread": True,
-    "PodDisruptionConditions": True,
-    "VolumeCapacityPriority": False,
-    "DynamicResourceAllocation": False,
-    "SidecarContainers": True,
-    "PodLevelResources": False,
-    "InPlacePodVerticalScaling": False,
-    "SchedulerAsyncPreemption": False,
-}
 
 
 class StaticLister:

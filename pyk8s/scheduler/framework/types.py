@@ -17,6 +17,7 @@ import numpy as np
 
 from ...api.quantity import milli_value, parse_quantity, value
 from ...api.selectors import EVERYTHING, LabelSelector, label_selector_from_object
+from .features import process_gates
 from .image_states import ImageStateSummary
 from .interface import Node, Pod
 
@@ -114,6 +115,26 @@ class Resource:
 _quantity = lru_cache(maxsize=16384)(quantity_value)
 
 
+@dataclass(frozen=True, slots=True)
+class RequestOptions:
+    """What a pod's requests are computed with besides the pod (upstream: resourcehelper.PodResourcesOptions).
+
+    `status_resources` (UseStatusResources, on with the InPlacePodVerticalScaling gate): a container whose status
+    reports resources counts the larger of its spec's and its status's request of each resource, or only its
+    status's while the pod's resize is Infeasible. `pod_level` (not SkipPodLevelResources, on with the
+    PodLevelResources gate): the cpu and memory of the pod's spec.resources.requests replace the containers' sum.
+    """
+
+    status_resources: bool = False
+    pod_level: bool = False
+
+
+NO_GATES = RequestOptions()
+
+# The resources spec.resources may set in v1.32 (upstream: IsSupportedPodLevelResource); hugepages came in v1.33.
+POD_LEVEL_RESOURCES = (CPU, MEMORY)
+
+
 def _container_requests(container: dict[str, Any]) -> tuple[Resource, Resource]:
     """A container's requests as they are, and with the scheduler's defaults for a missing cpu/memory."""
     requests = (container.get("resources") or {}).get("requests") or {}
@@ -152,14 +173,8 @@ def _combine(apps: list[Resource], inits: list[tuple[Resource, bool]], overhead:
     return total
 
 
-def pod_requests_pair(pod: Pod) -> tuple[Resource, Resource]:
-    """A pod's requests (upstream: resourcehelper.PodRequests) and the same with the scheduler's defaults for
-    a container without a cpu or memory request (what scoring counts), in one pass.
-
-    The sum of the app containers and restartable init containers ("sidecars", which keep running), or, if
-    larger, the peak of any plain init container plus the sidecars started before it; then the pod overhead.
-    """
-    spec = pod.get("spec") or {}
+def _spec_requests_pair(spec: dict[str, Any]) -> tuple[Resource, Resource]:
+    """pod_requests_pair without the gated options: the containers' requests alone."""
     if not spec.get("initContainers") and not spec.get("overhead"):
         # The common shape, summed directly: the two totals differ only in cpu/memory defaults.
         total = Resource()
@@ -188,9 +203,131 @@ def pod_requests_pair(pod: Pod) -> tuple[Resource, Resource]:
     return _combine(apps, inits, overhead), _combine(apps_nz, inits_nz, overhead)
 
 
-def pod_requests(pod: Pod, non_zero: bool = False) -> Resource:
+def _pod_level_requests(spec: dict[str, Any]) -> dict[str, Any] | None:
+    """The supported resources of spec.resources.requests, None when it names none (upstream:
+    IsPodLevelRequestsSet)."""
+    requests = (spec.get("resources") or {}).get("requests") or {}
+    found = {name: requests[name] for name in POD_LEVEL_RESOURCES if name in requests}
+    return found or None
+
+
+def _larger_of(spec_requests: dict[str, Any], status_requests: dict[str, Any]) -> dict[str, Any]:
+    """Each resource's larger request of the two lists, the status's on a tie (upstream: resourcehelper's max)."""
+    out = dict(status_requests)
+    for name, q in spec_requests.items():
+        if name in status_requests and parse_quantity(str(q)) <= parse_quantity(str(status_requests[name])):
+            continue
+        out[name] = q
+    return out
+
+
+def _resized_app_requests(pod: Pod, spec: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The app containers' request lists with what their statuses report taken in (upstream:
+    AggregateContainerRequests with UseStatusResources; init containers are never resized); None when no
+    container status reports resources."""
+    status = pod.get("status") or {}
+    reported = {
+        cs.get("name", ""): cs["resources"]
+        for cs in status.get("containerStatuses") or ()
+        if cs.get("resources") is not None
+    }
+    if not reported:
+        return None
+    infeasible = status.get("resize") == "Infeasible"
+    out = []
+    for c in spec.get("containers") or ():
+        requests = (c.get("resources") or {}).get("requests") or {}
+        got = reported.get(c.get("name", ""))
+        if got is not None:
+            status_requests = got.get("requests") or {}
+            requests = dict(status_requests) if infeasible else _larger_of(requests, status_requests)
+        out.append(requests)
+    return out
+
+
+def _requests_total(
+    apps: list[dict[str, Any]],
+    inits: list[tuple[dict[str, Any], bool]],
+    default_cpu: bool,
+    default_memory: bool,
+    pod_level: dict[str, Any] | None,
+    overhead: dict[str, Any],
+) -> Resource:
+    """upstream's PodRequests over explicit request lists: containers (with the defaults for a missing cpu/memory
+    asked for, NonMissingContainerRequests), then the pod-level cpu/memory in place of the containers', then the
+    overhead."""
+
+    def one(requests: dict[str, Any]) -> Resource:
+        r = Resource()
+        for name, q in requests.items():
+            r.add_one(name, _quantity(name, q))
+        if default_cpu and CPU not in requests:
+            r.milli_cpu += DEFAULT_MILLI_CPU_REQUEST
+        if default_memory and MEMORY not in requests:
+            r.memory += DEFAULT_MEMORY_REQUEST
+        return r
+
+    total = _combine([one(r) for r in apps], [(one(r), sidecar) for r, sidecar in inits], None)
+    for name, q in (pod_level or {}).items():
+        if name == CPU:
+            total.milli_cpu = _quantity(CPU, q)
+        else:
+            total.memory = _quantity(MEMORY, q)
+    for name, q in overhead.items():
+        total.add_one(name, _quantity(name, q))
+    return total
+
+
+def pod_requests_pair(
+    pod: Pod, opts: RequestOptions = NO_GATES, *, defaults_everywhere: bool = False
+) -> tuple[Resource, Resource]:
+    """A pod's requests (upstream: resourcehelper.PodRequests) and the same with the scheduler's defaults for
+    a container without a cpu or memory request (what scoring counts), in one pass.
+
+    The sum of the app containers and restartable init containers ("sidecars", which keep running), or, if
+    larger, the peak of any plain init container plus the sidecars started before it; with `opts.pod_level`, the
+    pod-level cpu/memory requests instead; then the pod overhead.
+
+    The defaults are those of NodeInfo's accounting (upstream: framework.calculateResource): for a pod with
+    pod-level requests, only a cpu or memory that the pod's requests do not name at all gets the containers'
+    defaults. `defaults_everywhere` is the scorers' rule instead (calculatePodResourceRequest): every container
+    without a cpu/memory request gets the default before the pod-level values replace the sum.
+    """
+    spec = pod.get("spec") or {}
+    pod_level = _pod_level_requests(spec) if opts.pod_level else None
+    apps = _resized_app_requests(pod, spec) if opts.status_resources else None
+    if pod_level is None and apps is None:
+        return _spec_requests_pair(spec)
+    if apps is None:
+        apps = [(c.get("resources") or {}).get("requests") or {} for c in spec.get("containers") or ()]
+    inits = [
+        ((c.get("resources") or {}).get("requests") or {}, c.get("restartPolicy") == "Always")
+        for c in spec.get("initContainers") or ()
+    ]
+    overhead = spec.get("overhead") or {}
+    plain = _requests_total(apps, inits, False, False, pod_level, overhead)
+    default_cpu = default_memory = True
+    if pod_level is not None and not defaults_everywhere:
+        lists = [*apps, *(r for r, _ in inits), pod_level, overhead]
+        default_cpu = not any(CPU in r for r in lists)
+        default_memory = not any(MEMORY in r for r in lists)
+        if not (default_cpu or default_memory):
+            return plain, plain.clone()
+    return plain, _requests_total(apps, inits, default_cpu, default_memory, pod_level, overhead)
+
+
+def pod_requests(pod: Pod, non_zero: bool = False, opts: RequestOptions = NO_GATES) -> Resource:
     """The pod's requests, or with `non_zero` the scheduler's defaults for missing cpu/memory (scoring)."""
-    return pod_requests_pair(pod)[1 if non_zero else 0]
+    return pod_requests_pair(pod, opts)[1 if non_zero else 0]
+
+
+def accounting_options() -> RequestOptions:
+    """What NodeInfo counts a pod's requests with: the process's gates, as upstream's calculateResource reads
+    utilfeature.DefaultFeatureGate."""
+    g = process_gates()
+    if not (g.in_place_pod_vertical_scaling or g.pod_level_resources):
+        return NO_GATES
+    return RequestOptions(g.in_place_pod_vertical_scaling, g.pod_level_resources)
 
 
 # -- affinity terms ---------------------------------------------------------------------------------------------
@@ -285,13 +422,13 @@ class PodInfo:
     @property
     def requests(self) -> Resource:
         if self._requests is None:
-            self._requests, self._non_zero = pod_requests_pair(self.pod)
+            self._requests, self._non_zero = pod_requests_pair(self.pod, accounting_options())
         return self._requests
 
     @property
     def non_zero_requests(self) -> Resource:
         if self._non_zero is None:
-            self._requests, self._non_zero = pod_requests_pair(self.pod)
+            self._requests, self._non_zero = pod_requests_pair(self.pod, accounting_options())
         return self._non_zero
 
     @property

@@ -5,7 +5,9 @@ rejects the node when a driver's attach limit would be exceeded. Limits come fro
 "attachable-volumes-*" resources, overridden by the CSINode's spec.drivers[].allocatable.count. Volumes come
 from PVCs (bound PV's CSI source; an unbound claim counts under its StorageClass's provisioner with a
 placeholder handle) and from in-tree AWS EBS / GCE PD / Azure Disk / Cinder volumes, counted under their CSI
-driver when the node has a CSINode (CSI migration of those four is complete in v1.32).
+driver when the node has a CSINode (CSI migration of those four is complete in v1.32); in-tree Portworx volumes
+count under pxd.portworx.com with the CSIMigrationPortworx gate (beta, on in v1.32) where the CSINode's
+migrated-plugins annotation names the plugin.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from .storage_helpers import (
     claim_class,
     ephemeral_claim_name,
     meta,
+    migrated_plugins,
     pod_uses_claim,
     spec,
     volume_is_for_pod,
@@ -61,13 +64,14 @@ MIGRATABLE_SOURCES = {
     "vsphereVolume": "kubernetes.io/vsphere-volume",
     "portworxVolume": "kubernetes.io/portworx-volume",
 }
-# The plugins whose migration the scheduler treats as on (whenever the node has a CSINode), and their drivers
-# (csi-translation-lib's names).
+PORTWORX_PLUGIN = "kubernetes.io/portworx-volume"
+# The plugins whose migration the scheduler may treat as on, and their drivers (csi-translation-lib's names).
 MIGRATED_DRIVERS = {
     "kubernetes.io/aws-ebs": "ebs.csi.aws.com",
     "kubernetes.io/gce-pd": "pd.csi.storage.gke.io",
     "kubernetes.io/azure-disk": "disk.csi.azure.com",
     "kubernetes.io/cinder": "cinder.csi.openstack.org",
+    PORTWORX_PLUGIN: "pxd.portworx.com",
 }
 _GCE_UNSPECIFIED = "UNSPECIFIED"
 
@@ -84,8 +88,15 @@ def csi_attach_limit_key(driver: str) -> str:
     return CSI_ATTACH_LIMIT_PREFIX + driver
 
 
-def is_csi_migration_on(csi_node: dict[str, Any] | None, plugin: str) -> bool:
-    return csi_node is not None and plugin in MIGRATED_DRIVERS
+def is_csi_migration_on(csi_node: dict[str, Any] | None, plugin: str, portworx_gate: bool = True) -> bool:
+    """Whether the node counts the in-tree plugin's volumes under its CSI driver (upstream: isCSIMigrationOn):
+    any node with a CSINode for the four whose migration is complete; for Portworx only with its gate and where
+    the CSINode says the plugin was migrated."""
+    if csi_node is None or plugin not in MIGRATED_DRIVERS:
+        return False
+    if plugin != PORTWORX_PLUGIN:
+        return True
+    return portworx_gate and plugin in migrated_plugins(csi_node)
 
 
 def is_inline_migratable(volume: dict[str, Any]) -> bool:
@@ -135,7 +146,7 @@ def translated_handle(source_key: str, source: dict[str, Any], pv: dict[str, Any
         return f"projects/{_GCE_UNSPECIFIED}/zones/{_GCE_UNSPECIFIED}/disks/{pd}"
     if source_key == "azureDisk":
         return source.get("diskURI", "")
-    if source_key == "cinder":
+    if source_key in ("cinder", "portworxVolume"):
         return source.get("volumeID", "")
     raise TranslationError(f"no CSI translation for {source_key}")
 
@@ -155,6 +166,7 @@ class CSILimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
         self.handle = handle
         # Unbound claims get a per-scheduler random handle prefix so they never collide with real handles.
         self.random_volume_id_prefix = secrets.token_hex(16)
+        self.portworx_migration = bool((getattr(handle, "feature_gates", None) or {}).get("CSIMigrationPortworx", True))
 
     @classmethod
     def new(cls, args: dict[str, Any] | None, handle: Any) -> CSILimits:
@@ -247,7 +259,7 @@ class CSILimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
             return
         key, src = found
         plugin = MIGRATABLE_SOURCES[key]
-        if not is_csi_migration_on(csi_node, plugin):
+        if not is_csi_migration_on(csi_node, plugin, self.portworx_migration):
             return
         try:
             handle = translated_handle(key, src, None)
@@ -274,7 +286,7 @@ class CSILimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
             return "", ""
         key, src = found
         plugin = MIGRATABLE_SOURCES[key]
-        if not is_csi_migration_on(csi_node, plugin):
+        if not is_csi_migration_on(csi_node, plugin, self.portworx_migration):
             return "", ""
         try:
             return MIGRATED_DRIVERS[plugin], translated_handle(key, src, pv)
@@ -294,7 +306,7 @@ class CSILimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
         handle = f"{self.random_volume_id_prefix}-{md.get('namespace', '')}/{md.get('name', '')}"
         provisioner = sc.get("provisioner") or ""
         if provisioner in MIGRATABLE_SOURCES.values():
-            if not is_csi_migration_on(csi_node, provisioner):
+            if not is_csi_migration_on(csi_node, provisioner, self.portworx_migration):
                 return "", ""
             return MIGRATED_DRIVERS[provisioner], handle
         return provisioner, handle

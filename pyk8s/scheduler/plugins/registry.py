@@ -113,11 +113,11 @@ def build_framework(
     )
 
 
-def check_profiles(config: SchedulerConfig) -> None:
-    """Build every profile's Framework once offline, so a bad plugin list or plugin args fail at startup
-    (upstream: "couldn't create scheduler: …"). Raises FrameworkError."""
+def check_profiles(config: SchedulerConfig, feature_gates: dict[str, bool] | None = None) -> None:
+    """Build every profile's Framework once offline, with the gates the scheduler will run with, so a bad plugin
+    list or plugin args fail at startup (upstream: "couldn't create scheduler: …"). Raises FrameworkError."""
     for p in config.profiles:
-        build_framework(config, p.scheduler_name, FrameworkHandle())
+        build_framework(config, p.scheduler_name, FrameworkHandle(feature_gates=feature_gates))
 
 
 def build_frameworks(config: SchedulerConfig, new_handle: Callable[[], FrameworkHandle]) -> dict[str, Framework]:

@@ -3,7 +3,9 @@
 Favors nodes whose resources would be used evenly with the pod on them: the score is (1 - standard deviation
 of the requested/allocatable fractions) on 0-100, over the configured resources (cpu and memory by default),
 counting the pods' plain requests (no defaults for containers without requests). v1.32 scores every pod,
-including best-effort ones (skipping those came in v1.33).
+including best-effort ones, whose zero requests leave only the node's existing pods to compare (the PreScore
+Skip for them came in v1.33, kubernetes#130260). The pod's requests follow the InPlacePodVerticalScaling and
+PodLevelResources gates as NodeResourcesFit's scoring does.
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ...framework.features import DEFAULT_FEATURE_GATES
 from ...framework.interface import CycleState, Handle, Pod, PreScorePlugin, ScorePlugin, Status
 from ...framework.snapshot import Snapshot
-from ...framework.types import NodeInfo
+from ...framework.types import NodeInfo, RequestOptions
 from .args import BalancedAllocationArgs, balanced_allocation_args
 from .resource_allocation import BALANCED_ALLOCATION, ResourceAllocationScorer
 
@@ -41,7 +44,12 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
     def __init__(self, args: BalancedAllocationArgs, handle: Handle | None) -> None:
         self.args = args
         self.handle = handle
-        self.scorer = ResourceAllocationScorer(NAME, args.resources, use_requested=True)
+        gates = handle.feature_gates if handle is not None else DEFAULT_FEATURE_GATES
+        options = RequestOptions(
+            status_resources=bool(gates.get("InPlacePodVerticalScaling", False)),
+            pod_level=bool(gates.get("PodLevelResources", False)),
+        )
+        self.scorer = ResourceAllocationScorer(NAME, args.resources, use_requested=True, options=options)
 
     @classmethod
     def new(cls, args: dict[str, Any] | None, handle: Handle | None) -> NodeResourcesBalancedAllocation:

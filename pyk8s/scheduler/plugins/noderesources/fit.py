@@ -6,6 +6,10 @@ node whose free pods/cpu/memory/ephemeral-storage/extended resources cannot hold
 not yet single out nodes too small even when empty). PreScore/Score rank nodes with the configured scoring
 strategy (LeastAllocated by default) over the pods' non-zero requests. Queueing hints requeue a pod when a
 scheduled pod goes away or shrinks, or a node appears or grows in a resource the pod asks for.
+
+With the PodLevelResources gate a pod's spec.resources cpu/memory requests replace its containers' sum, in the
+Filter as in scoring; with InPlacePodVerticalScaling scoring and the shrink hint read a container's resized
+requests from its status (framework.types.RequestOptions).
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ....api.validation import is_qualified_name
-from ...framework.handle import DEFAULT_FEATURE_GATES
+from ...framework.features import DEFAULT_FEATURE_GATES
 from ...framework.interface import (
     NODE,
     POD,
@@ -42,8 +46,10 @@ from ...framework.types import (
     CPU,
     EPHEMERAL_STORAGE,
     MEMORY,
+    NO_GATES,
     PODS,
     NodeInfo,
+    RequestOptions,
     Resource,
     is_scalar_resource,
     pod_requests_pair,
@@ -153,16 +159,16 @@ def fits_request(
     return out
 
 
-def fits(pod: Pod, ni: NodeInfo) -> list[InsufficientResource]:
+def fits(pod: Pod, ni: NodeInfo, opts: RequestOptions = NO_GATES) -> list[InsufficientResource]:
     """fits_request for a whole pod with nothing ignored (upstream: Fits)."""
-    return fits_request(pod_requests_pair(pod)[0], ni)
+    return fits_request(pod_requests_pair(pod, opts)[0], ni)
 
 
-def is_fit(pod: Pod, node: Node | None) -> bool:
+def is_fit(pod: Pod, node: Node | None, opts: RequestOptions = NO_GATES) -> bool:
     """Whether the pod would fit an empty copy of `node` (upstream: isFit)."""
     if node is None:
         return False
-    return not fits(pod, NodeInfo(node))
+    return not fits(pod, NodeInfo(node), opts)
 
 
 def has_restartable_init_container(pod: Pod) -> bool:
@@ -182,10 +188,12 @@ def _requested_names(req: Resource) -> list[str]:
     return names
 
 
-def have_any_requested_resources_increased(pod: Pod, original: Node, modified: Node) -> bool:
+def have_any_requested_resources_increased(
+    pod: Pod, original: Node, modified: Node, opts: RequestOptions = NO_GATES
+) -> bool:
     """Whether the node update grew the pod count or a resource the pod asks for (upstream:
     haveAnyRequestedResourcesIncreased)."""
-    req = pod_requests_pair(pod)[0]
+    req = pod_requests_pair(pod, opts)[0]
     old, new = NodeInfo(original).allocatable, NodeInfo(modified).allocatable
     if new.allowed_pod_number > old.allowed_pod_number:
         return True
@@ -212,7 +220,20 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         self.enable_sidecar_containers = gates.get("SidecarContainers", True)
         self.enable_in_place_pod_vertical_scaling = gates.get("InPlacePodVerticalScaling", False)
         self.enable_scheduling_queue_hint = gates.get("SchedulerQueueingHints", True)
-        self.scorer = ResourceAllocationScorer(args.strategy, args.resources, use_requested=False, shape=args.shape)
+        pod_level = bool(gates.get("PodLevelResources", False))
+        # A pending pod's requests are its spec's (upstream: computePodResourceRequest); scoring and a scheduled
+        # pod's shrinking read its status too.
+        self.pre_filter_options = RequestOptions(pod_level=pod_level)
+        self.scale_down_options = RequestOptions(
+            status_resources=self.enable_in_place_pod_vertical_scaling, pod_level=True
+        )
+        self.scorer = ResourceAllocationScorer(
+            args.strategy,
+            args.resources,
+            use_requested=False,
+            shape=args.shape,
+            options=RequestOptions(self.enable_in_place_pod_vertical_scaling, pod_level),
+        )
 
     @classmethod
     def new(cls, args: dict[str, Any] | None, handle: Handle | None) -> NodeResourcesFit:
@@ -226,7 +247,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
     ) -> tuple[PreFilterResult | None, Status | None]:
         if not self.enable_sidecar_containers and has_restartable_init_container(pod):
             return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, REASON_SIDECARS_DISABLED)
-        req = cycle_pod_requests(state, pod)[0]
+        req = cycle_pod_requests(state, pod, self.pre_filter_options)[0]
         checks: tuple[tuple[str, int], ...] = ()
         if req.scalar:
             ignored, groups = self.ignored_resources, self.ignored_resource_groups
@@ -332,8 +353,10 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             return True  # the pod itself got smaller
         if not (modified.get("spec") or {}).get("nodeName"):
             return False
-        before, after = pod_requests_pair(original)[0], pod_requests_pair(modified)[0]
-        for name in _requested_names(pod_requests_pair(target)[0]):
+        # upstream passes only UseStatusResources here, so pod-level requests count whatever PodLevelResources is
+        opts = self.scale_down_options
+        before, after = pod_requests_pair(original, opts)[0], pod_requests_pair(modified, opts)[0]
+        for name in _requested_names(pod_requests_pair(target, opts)[0]):
             if name == CPU:
                 if before.milli_cpu > after.milli_cpu:
                     return True
@@ -352,10 +375,10 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         (upstream: isSchedulableAfterNodeChange)."""
         if (old is not None and not isinstance(old, dict)) or (new is not None and not isinstance(new, dict)):
             return QueueingHint.QUEUE
-        if new is None or not is_fit(pod, new):  # is_fit is False for no node
+        if new is None or not is_fit(pod, new, self.pre_filter_options):  # is_fit is False for no node
             return QueueingHint.SKIP
         if old is None:
             return QueueingHint.QUEUE
-        if not have_any_requested_resources_increased(pod, old, new):
+        if not have_any_requested_resources_increased(pod, old, new, self.pre_filter_options):
             return QueueingHint.SKIP
         return QueueingHint.QUEUE

@@ -21,7 +21,9 @@ from ...framework.types import (
     CPU,
     EPHEMERAL_STORAGE,
     MEMORY,
+    NO_GATES,
     NodeInfo,
+    RequestOptions,
     Resource,
     is_scalar_resource,
     pod_requests_pair,
@@ -36,16 +38,24 @@ from .vectors import BALANCED_ALLOCATION
 _REQUESTS_KEY = "NodeResources/podRequests"
 
 
-def cycle_pod_requests(state: CycleState | None, pod: Pod) -> tuple[Resource, Resource]:
-    """The pod's (requests, non-zero requests), computed once per scheduling cycle and shared by the plugins
-    of this package (upstream computes them separately in each; the values are the same)."""
+def cycle_pod_requests(
+    state: CycleState | None, pod: Pod, opts: RequestOptions = NO_GATES, *, scoring: bool = False
+) -> tuple[Resource, Resource]:
+    """The pod's (requests, non-zero requests) with these options, computed once per scheduling cycle and shared
+    by the plugins of this package (upstream computes them separately in each; the values are the same).
+    `scoring` asks for the scorers' defaults (see framework.types.pod_requests_pair)."""
     if state is None:
-        return pod_requests_pair(pod)
+        return pod_requests_pair(pod, opts, defaults_everywhere=scoring)
+    # Without the gated options, Filter and scoring get the same values: one entry serves both.
+    key = (opts, scoring) if opts.status_resources or opts.pod_level else None
     got = state.get(_REQUESTS_KEY)
     if got is None or got[0] is not pod:
-        got = (pod, *pod_requests_pair(pod))
+        got = (pod, {})
         state.write(_REQUESTS_KEY, got)
-    return got[1], got[2]
+    pair = got[1].get(key)
+    if pair is None:
+        pair = got[1][key] = pod_requests_pair(pod, opts, defaults_everywhere=scoring)
+    return pair
 
 
 # -- per-node scoring functions (Python ints, Go semantics) ----------------------------------------------------
@@ -179,7 +189,8 @@ class ResourceAllocationScorer:
     """One scoring strategy over a list of weighted resources (upstream: resourceAllocationScorer).
 
     `use_requested` picks what existing pods count as: their plain requests (BalancedAllocation) or the non-zero
-    ones with defaults for containers without requests (NodeResourcesFit), for cpu and memory.
+    ones with defaults for containers without requests (NodeResourcesFit), for cpu and memory. `options` are the
+    gated ways of reading the pod's own requests (InPlacePodVerticalScaling, PodLevelResources).
     """
 
     def __init__(
@@ -189,8 +200,10 @@ class ResourceAllocationScorer:
         *,
         use_requested: bool = False,
         shape: Sequence[tuple[int, int]] | None = None,
+        options: RequestOptions = NO_GATES,
     ) -> None:
         self.name = name
+        self.options = options
         self.resources = tuple(resources)
         self.use_requested = use_requested
         self.weights = [r.weight for r in self.resources]
@@ -213,7 +226,7 @@ class ResourceAllocationScorer:
 
     def pod_request_list(self, state: CycleState | None, pod: Pod) -> list[int]:
         """The pod's request of each configured resource, in order (upstream: calculatePodResourceRequestList)."""
-        plain, non_zero = cycle_pod_requests(state, pod)
+        plain, non_zero = cycle_pod_requests(state, pod, self.options, scoring=True)
         res = plain if self.use_requested else non_zero
         return [res.get(r.name) for r in self.resources]
 

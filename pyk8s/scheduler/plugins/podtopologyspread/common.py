@@ -53,7 +53,6 @@ class Features:
 
     match_label_keys: bool = True
     node_inclusion_policy: bool = True
-    min_domains: bool = True
     queueing_hints: bool = True
 
     @classmethod
@@ -61,7 +60,6 @@ class Features:
         return cls(
             match_label_keys=gates.get("MatchLabelKeysInPodTopologySpread", True),
             node_inclusion_policy=gates.get("NodeInclusionPolicyInPodTopologySpread", True),
-            min_domains=gates.get("MinDomainsInPodTopologySpread", True),
             queueing_hints=gates.get("SchedulerQueueingHints", True),
         )
 
@@ -102,8 +100,9 @@ def filter_constraints(
             match_labels = {k: labels[k] for k in keys if k in labels}
             if match_labels:
                 selector = merge_label_set(match_labels, selector)
+        # minDomains has no gate left in v1.32 (MinDomainsInPodTopologySpread went GA in v1.30, then away)
         min_domains = 1
-        if features.min_domains and c.get("minDomains") is not None:
+        if c.get("minDomains") is not None:
             min_domains = int(c["minDomains"])
         affinity_policy, taints_policy = HONOR, IGNORE
         if features.node_inclusion_policy:
