@@ -526,6 +526,135 @@ def test_hard_pod_affinity_symmetric_weight(name, ns, weight, want):
     assert got == want
 
 
+def without_namespace(p: dict[str, Any]) -> dict[str, Any]:
+    del p["metadata"]["namespace"]
+    return p
+
+
+def app_x_in_region(namespaces: list[str] | None = None, ns_selector: dict[str, Any] | None = None) -> dict[str, Any]:
+    return affinity([term(expr("app", "In", "x"), topology="region", namespaces=namespaces, ns_selector=ns_selector)])
+
+
+APP_X = {"app": "x"}
+CHINA_INDIA = [node("node1", CHINA), node("node2", INDIA)]
+SCORED = [100, 0]
+
+SYMMETRIC_CASES: list[tuple[str, dict[str, Any], dict[str, Any], Any]] = [
+    # (name, existing pod on node1 with a required affinity term, incoming pod, want). Upstream scores the
+    # incoming pod by the existing pods' required terms that select it (processExistingPod), matching the
+    # namespaces by AffinityTerm.Matches: listed namespaces, or the namespaceSelector over the incoming pod's
+    # namespace labels; neither given means the existing pod's own namespace ("" when it has none).
+    (
+        "namespaces listed: incoming inside",
+        on("node1", aff=app_x_in_region(["ns1"])),
+        pod(ns="ns1", labels=APP_X),
+        SCORED,
+    ),
+    (
+        "namespaces listed: incoming outside",
+        on("node1", aff=app_x_in_region(["ns1"])),
+        pod(ns="ns2", labels=APP_X),
+        SKIP,
+    ),
+    ("namespaces listed: '' is not listed", on("node1", aff=app_x_in_region(["ns1"])), pod(labels=APP_X), SKIP),
+    ("namespaces list ['']", on("node1", aff=app_x_in_region([""])), without_namespace(pod(labels=APP_X)), SCORED),
+    (
+        "own namespace, the existing pod has none: incoming without one",
+        without_namespace(on("node1", aff=app_x_in_region())),
+        without_namespace(pod(labels=APP_X)),
+        SCORED,
+    ),
+    (
+        "own namespace, the existing pod has none: incoming in ''",
+        without_namespace(on("node1", aff=app_x_in_region())),
+        pod(ns="", labels=APP_X),
+        SCORED,
+    ),
+    (
+        "own namespace, the existing pod has none: incoming elsewhere",
+        without_namespace(on("node1", aff=app_x_in_region())),
+        pod(ns="default", labels=APP_X),
+        SKIP,
+    ),
+    (
+        "own namespace: an empty list counts as none",
+        on("node1", ns="default", aff=app_x_in_region([])),
+        pod(ns="default", labels=APP_X),
+        SCORED,
+    ),
+    (
+        "own namespace 'default': incoming without one",
+        on("node1", ns="default", aff=app_x_in_region()),
+        without_namespace(pod(labels=APP_X)),
+        SKIP,
+    ),
+    (
+        "namespaceSelector {}: every namespace, even an unknown one",
+        on("node1", ns="default", aff=app_x_in_region(ns_selector={})),
+        pod(ns="no-such-namespace", labels=APP_X),
+        SCORED,
+    ),
+    (
+        "namespaceSelector {}: and no namespace at all",
+        on("node1", ns="default", aff=app_x_in_region(ns_selector={})),
+        without_namespace(pod(labels=APP_X)),
+        SCORED,
+    ),
+    (
+        "namespaceSelector {} with listed namespaces: still every namespace",
+        on("node1", aff=app_x_in_region(["ns1"], {})),
+        pod(ns="subteam1.team2", labels=APP_X),
+        SCORED,
+    ),
+    (
+        "namespaceSelector: incoming namespace's labels match",
+        on("node1", aff=app_x_in_region(ns_selector=TEAM1_SELECTOR)),
+        pod(ns="subteam2.team1", labels=APP_X),
+        SCORED,
+    ),
+    (
+        "namespaceSelector: incoming namespace's labels do not match",
+        on("node1", aff=app_x_in_region(ns_selector=TEAM1_SELECTOR)),
+        pod(ns="subteam1.team2", labels=APP_X),
+        SKIP,
+    ),
+    (
+        "namespaceSelector: an unknown namespace has no labels",
+        on("node1", aff=app_x_in_region(ns_selector=TEAM1_SELECTOR)),
+        pod(ns="no-such-namespace", labels=APP_X),
+        SKIP,
+    ),
+    (
+        "namespaceSelector: the existing pod's own namespace is not added",
+        on("node1", ns="subteam1.team2", aff=app_x_in_region(ns_selector=TEAM1_SELECTOR)),
+        pod(ns="subteam1.team2", labels=APP_X),
+        SKIP,
+    ),
+    (
+        "the namespace matches but the labels do not",
+        on("node1", aff=app_x_in_region([""])),
+        pod(labels={"app": "y"}),
+        SKIP,
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "existing", "incoming", "want"), SYMMETRIC_CASES, ids=[c[0] for c in SYMMETRIC_CASES])
+def test_symmetric_required_affinity_namespaces(name, existing, incoming, want):
+    assert run_score(incoming, [existing], CHINA_INDIA, {"hardPodAffinityWeight": 1}) == want
+
+
+def test_hard_weight_against_preferred_weights():
+    # Raw scores: China 5 (the required term at hardPodAffinityWeight 5), India 10 (a preferred term), Japan 0.
+    existing = [
+        without_namespace(on("node1", aff=app_x_in_region())),
+        on("node2", aff=affinity(preferred=[weighted(10, term(expr("app", "In", "x"), topology="region"))])),
+    ]
+    nodes = [*CHINA_INDIA, node("node3", {"region": "Japan"})]
+    got = run_score(without_namespace(pod(labels=APP_X)), existing, nodes, {"hardPodAffinityWeight": 5})
+    assert got == [50, 100, 0]
+
+
 def test_node_without_labels_contributes_nothing():
     bare = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "bare"}, "status": {}}
     # The existing pod's affinity selects the incoming pod, but its node has no labels to credit.
