@@ -5,6 +5,7 @@ validation error (upstream: apimachinery/pkg/util/validation/field).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,6 +58,20 @@ def go_quote(s: str) -> str:
             out.append(ch)
     out.append('"')
     return "".join(out)
+
+
+class GoStrings:
+    """A []string as Go's %#v prints it among a field error's values (`[]string(nil)` for a nil slice)."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, values: Sequence[str] | None) -> None:
+        self.values = values
+
+    def go_string(self) -> str:
+        if self.values is None:
+            return "[]string(nil)"
+        return "[]string{" + ", ".join(go_quote(v) for v in self.values) + "}"
 
 
 def _format_value(value: Any) -> str:
@@ -134,13 +149,13 @@ def type_invalid(field: str, value: Any, detail: str) -> FieldError:
     return FieldError(TYPE_INVALID, field, value, detail)
 
 
-def _aggregate(errors: list[FieldError]) -> str:
-    msgs: list[str] = []
-    for e in errors:
-        m = str(e)
-        if m not in msgs:
-            msgs.append(m)
-    return msgs[0] if len(msgs) == 1 else "[" + ", ".join(msgs) + "]"
+def aggregate(messages: Iterable[str]) -> str:
+    """Several errors as upstream's utilerrors.Aggregate prints them: repeats dropped, bracketed when more than
+    one is left."""
+    msgs = list(dict.fromkeys(messages))
+    if len(msgs) <= 1:
+        return msgs[0] if msgs else ""
+    return "[" + ", ".join(msgs) + "]"
 
 
 def qualified(name: str, group: str) -> str:
@@ -357,7 +372,7 @@ def invalid_object(kind: str, name: str, errors: list[FieldError], group: str = 
     causes = [{"reason": e.type, "message": e.body(), "field": e.field} for e in errors]
     msg = f"{qualified(kind, group)} {go_quote(name)} is invalid"
     if errors:
-        msg += ": " + _aggregate(errors)
+        msg += ": " + aggregate(str(e) for e in errors)
     return Invalid(422, "Invalid", msg, details=_details(name, group, kind, causes=causes))
 
 

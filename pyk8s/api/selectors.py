@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
+from .errors import GoStrings, aggregate, go_quote, invalid
 from .validation import is_label_value, is_qualified_name
 
 
@@ -248,10 +250,11 @@ def parse_label_selector(text: str | None) -> LabelSelector:
 
 
 def label_selector_from_object(obj: Any, path: str = "selector") -> LabelSelector:
-    """A `metav1.LabelSelector` (matchLabels, matchExpressions) as a LabelSelector.
+    """A `metav1.LabelSelector` (matchLabels, matchExpressions) as a LabelSelector (upstream:
+    LabelSelectorAsSelector).
 
-    A missing selector (None) matches nothing, an empty one everything, as upstream's
-    LabelSelectorAsSelector does.
+    A missing selector (None) matches nothing, an empty one everything. Raises SelectorError with upstream's
+    message for the first requirement that is invalid (`path` only names a value that is not an object).
     """
     if obj is None:
         return NOTHING
@@ -259,24 +262,58 @@ def label_selector_from_object(obj: Any, path: str = "selector") -> LabelSelecto
         raise SelectorError(f"{path}: must be an object")
     reqs: list[Requirement] = []
     for k, v in sorted((obj.get("matchLabels") or {}).items()):
-        reqs.append(Requirement(k, EQUALS, (str(v),)))
+        reqs.append(_requirement(k, EQUALS, [str(v)]))
     for i, expr in enumerate(obj.get("matchExpressions") or []):
         if not isinstance(expr, dict):
             raise SelectorError(f"{path}.matchExpressions[{i}]: must be an object")
-        key, op, values = expr.get("key", ""), expr.get("operator", ""), expr.get("values") or []
-        mapped = {"In": IN, "NotIn": NOT_IN, "Exists": EXISTS, "DoesNotExist": DOES_NOT_EXIST}.get(op)
+        op = expr.get("operator", "")
+        mapped = _OBJECT_OPERATORS.get(op)
         if mapped is None:
-            raise SelectorError(f"{op!r} is not a valid label selector operator")
-        if mapped in (IN, NOT_IN) and not values:
-            raise SelectorError(
-                f"{path}.matchExpressions[{i}].values: for 'in', 'notin' operators, values set can't be empty"
-            )
-        if mapped in (EXISTS, DOES_NOT_EXIST) and values:
-            raise SelectorError(
-                f"{path}.matchExpressions[{i}].values: values set must be empty for exists and does not exist"
-            )
-        reqs.append(Requirement(key, mapped, tuple(sorted(set(map(str, values))))))
+            raise SelectorError(f"{go_quote(str(op))} is not a valid label selector operator")
+        reqs.append(_requirement(expr.get("key", ""), mapped, [str(v) for v in expr.get("values") or ()]))
     return LabelSelector(tuple(sorted(reqs, key=lambda r: r.key)))
+
+
+_OBJECT_OPERATORS = {"In": IN, "NotIn": NOT_IN, "Exists": EXISTS, "DoesNotExist": DOES_NOT_EXIST}
+
+
+# Pods' selectors repeat the same few keys and values; the scheduler parses them on every cycle.
+@lru_cache(maxsize=4096)
+def _key_problems(key: str) -> tuple[str, ...]:
+    return tuple(is_qualified_name(key))
+
+
+@lru_cache(maxsize=4096)
+def _value_problems(value: str) -> tuple[str, ...]:
+    return tuple(is_label_value(value))
+
+
+def _requirement(key: str, op: str, values: list[str]) -> Requirement:
+    """One requirement checked as upstream's labels.NewRequirement checks it."""
+    counted = bool(values) if op in (IN, NOT_IN) else not values if op in (EXISTS, DOES_NOT_EXIST) else True
+    if counted and not _key_problems(key) and not any(_value_problems(v) for v in values):
+        return Requirement(key, op, tuple(sorted(set(values))))
+    raise SelectorError(_requirement_error(key, op, values))
+
+
+def _requirement_error(key: str, op: str, values: list[str]) -> str:
+    """Every problem of an invalid requirement in one aggregated error; with no field path given (as
+    LabelSelectorAsSelector gives none) the errors name `key`, `values` and `values[i][key]`."""
+    errs: list[str] = []
+    problems = _key_problems(key)
+    if problems:
+        errs.append(str(invalid("key", key, "; ".join(problems))))
+    if op in (IN, NOT_IN) and not values:
+        # Upstream copies the values into a fresh slice, which is nil when there are none.
+        errs.append(str(invalid("values", GoStrings(None), "for 'in', 'notin' operators, values set can't be empty")))
+    elif op in (EXISTS, DOES_NOT_EXIST) and values:
+        detail = "values set must be empty for exists and does not exist"
+        errs.append(str(invalid("values", GoStrings(values), detail)))
+    for i, v in enumerate(values):
+        problems = _value_problems(v)
+        if problems:
+            errs.append(str(invalid(f"values[{i}][{key}]", v, "; ".join(problems))))
+    return aggregate(errs)
 
 
 # -- field selectors ------------------------------------------------------------------------------------

@@ -90,6 +90,62 @@ def test_label_selector_object_forms():
         label_selector_from_object({"matchExpressions": [{"key": "a", "operator": "Near"}]})
 
 
+BAD_VALUE_DETAIL = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start"
+    " and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for"
+    " validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+)
+BAD_KEY_DETAIL = (
+    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an"
+    " alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is"
+    " '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+)
+
+
+@pytest.mark.parametrize(
+    ("selector", "message"),
+    [
+        # Upstream's metav1.LabelSelectorAsSelector: labels.NewRequirement's field errors, aggregated.
+        (
+            {"matchExpressions": [{"key": "security", "operator": "In", "values": ["{{.bad-value.}}"]}]},
+            f'values[0][security]: Invalid value: "{{{{.bad-value.}}}}": {BAD_VALUE_DETAIL}',
+        ),
+        (
+            {"matchExpressions": [{"key": "k", "operator": "NotIn", "values": ["ok", "b@d"]}]},
+            f'values[1][k]: Invalid value: "b@d": {BAD_VALUE_DETAIL}',
+        ),
+        ({"matchLabels": {"app": "b@d"}}, f'values[0][app]: Invalid value: "b@d": {BAD_VALUE_DETAIL}'),
+        ({"matchLabels": {"b@d": "x"}}, f'key: Invalid value: "b@d": {BAD_KEY_DETAIL}'),
+        (
+            {"matchLabels": {"b@d": "b@d"}},
+            f'[key: Invalid value: "b@d": {BAD_KEY_DETAIL}, values[0][b@d]: Invalid value: "b@d": {BAD_VALUE_DETAIL}]',
+        ),
+        (
+            {"matchExpressions": [{"key": "a", "operator": "In", "values": []}]},
+            "values: Invalid value: []string(nil): for 'in', 'notin' operators, values set can't be empty",
+        ),
+        (
+            {"matchExpressions": [{"key": "a", "operator": "NotIn"}]},
+            "values: Invalid value: []string(nil): for 'in', 'notin' operators, values set can't be empty",
+        ),
+        (
+            {"matchExpressions": [{"key": "a", "operator": "Exists", "values": ["x", "y"]}]},
+            'values: Invalid value: []string{"x", "y"}: values set must be empty for exists and does not exist',
+        ),
+        ({"matchExpressions": [{"key": "a", "operator": "Near"}]}, '"Near" is not a valid label selector operator'),
+        # The first failing requirement decides: match labels before expressions.
+        (
+            {"matchLabels": {"a": "b@d"}, "matchExpressions": [{"key": "a", "operator": "Near"}]},
+            f'values[0][a]: Invalid value: "b@d": {BAD_VALUE_DETAIL}',
+        ),
+    ],
+)
+def test_label_selector_object_errors_read_as_upstream(selector, message):
+    with pytest.raises(SelectorError) as err:
+        label_selector_from_object(selector)
+    assert str(err.value) == message
+
+
 label_keys = st.sampled_from(["a", "b", "c"])
 label_values = st.sampled_from(["x", "y", "z", ""])
 

@@ -650,12 +650,99 @@ def test_filter_without_prefilter_is_an_error():
     assert status.message() == f'error reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found'
 
 
-def test_invalid_selector_fails_prefilter():
-    bad = pod(aff=affinity([term(expr("service", "Bogus", "x"), topology="region")]))
-    pl, snap = plugin_for([NODE1], [])
-    _, status = pl.pre_filter(CycleState(), bad, snap.node_info_list)
-    assert status is not None and status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
-    assert status.message().startswith("parsing pod: ")
+BAD_VALUE_ERROR = (
+    'values[0][service]: Invalid value: "{{.bad-value.}}": a valid label must be an empty string or consist of'
+    " alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g."
+    " 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+)
+BAD_VALUE = expr("service", "In", "{{.bad-value.}}")
+BAD_OPERATOR = expr("service", "Bogus", "x")
+
+
+def unparsable(message: str) -> Status:
+    return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "parsing pod: " + message)
+
+
+INVALID_CASES: list[tuple[str, dict[str, Any], list[dict[str, Any]], Status | None, Status | None]] = [
+    # (name, incoming pod, existing pods, PreFilter status, Filter status on node1)
+    (
+        "PodAffinity fails PreFilter with an invalid affinity label syntax",
+        pod(
+            labels=S1,
+            aff=affinity([term(BAD_VALUE, topology="region"), term(IN_ANTIVIRUS, topology="node")]),
+        ),
+        [],
+        unparsable("requiredAffinityTerms: " + BAD_VALUE_ERROR),
+        None,
+    ),
+    (
+        # Upstream's case of this name builds two affinity terms, the second one invalid.
+        "PodAntiAffinity fails PreFilter with an invalid antiaffinity label syntax",
+        pod(
+            labels=S1,
+            aff=affinity([term(expr("service", "In", "foo"), topology="region"), term(BAD_VALUE, topology="node")]),
+        ),
+        [],
+        unparsable("requiredAffinityTerms: " + BAD_VALUE_ERROR),
+        None,
+    ),
+    (
+        "an invalid anti-affinity term fails PreFilter",
+        pod(labels=S1, aff=affinity(anti=[term(BAD_OPERATOR, topology="region")])),
+        [],
+        unparsable('requiredAntiAffinityTerms: "Bogus" is not a valid label selector operator'),
+        None,
+    ),
+    (
+        # NewPodInfo parses the preferred terms too, so PreFilter rejects them before PreScore would.
+        "an invalid preferred term fails PreFilter",
+        pod(labels=S1, aff=affinity(preferred_anti=[weighted(3, term(BAD_VALUE, topology="region"))])),
+        [],
+        unparsable("preferredAntiAffinityTerms: " + BAD_VALUE_ERROR),
+        None,
+    ),
+    (
+        # What parses of an existing pod is kept (upstream's NodeInfo.AddPod ignores the parse error): an
+        # invalid kind of term counts for nothing, the others still do.
+        "an existing pod's invalid required anti-affinity is dropped",
+        pod(labels=SECURITYSCAN),
+        [
+            pod(
+                "existing",
+                node="node1",
+                aff=affinity(anti=[term(ex("service"), topology="zone"), term(BAD_VALUE, topology="zone")]),
+            )
+        ],
+        SKIP,
+        None,
+    ),
+    (
+        "an existing pod's valid anti-affinity counts beside its invalid preferred terms",
+        pod(labels=SECURITYSCAN),
+        [
+            pod(
+                "existing",
+                node="node1",
+                aff=affinity(
+                    anti=[term(ex("service"), topology="zone")],
+                    preferred=[weighted(1, term(BAD_OPERATOR, topology="zone"))],
+                ),
+            )
+        ],
+        None,
+        EXISTING,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "incoming", "pods", "want_pre", "want"), INVALID_CASES, ids=[c[0] for c in INVALID_CASES]
+)
+def test_invalid_selectors(name, incoming, pods, want_pre, want):
+    pre, got = run_filter(incoming, pods, [NODE1])
+    assert pre == want_pre
+    if pre is None:
+        assert got == [want]
 
 
 # -- add/remove pod (preemption's what-ifs) ----------------------------------------------------------------------
@@ -843,6 +930,11 @@ REQ_SCAN = pod(aff=affinity([term(IN_SCAN, topology="region")]))
 ANTI_SCAN = pod(aff=affinity(anti=[term(IN_SCAN, topology="region")]))
 TWO_EXISTS = pod(aff=affinity([term(ex("aaa"), topology="hostname"), term(ex("bbb"), topology="hostname")]))
 Q, S = QueueingHint.QUEUE, QueueingHint.SKIP
+BAD_AFFINITY = pod(aff=affinity([term(IN_SCAN, topology="region"), term(BAD_OPERATOR, topology="region")]))
+BAD_ANTI = pod(aff=affinity(anti=[term(BAD_VALUE, topology="region")]))
+REQ_SCAN_BAD_PREFERRED = pod(
+    aff=affinity([term(IN_SCAN, topology="region")], preferred=[weighted(1, term(BAD_VALUE, topology="region"))])
+)
 
 
 def on_node(labels: dict[str, str], scheduled: bool = True) -> dict[str, Any]:
@@ -875,6 +967,10 @@ POD_HINT_CASES = [
     ),
     ("delete a pod not matching the anti-affinity", ANTI_SCAN, on_node({"aaa": "a"}), None, S),
     ("delete a pod matching the anti-affinity", ANTI_SCAN, on_node(SECURITYSCAN), None, Q),
+    # Upstream parses only the required terms here, and queues the pod when they do not parse.
+    ("invalid required affinity", BAD_AFFINITY, None, on_node({"aaa": "a"}), Q),
+    ("invalid required anti-affinity", BAD_ANTI, on_node({"aaa": "a"}), None, Q),
+    ("invalid preferred terms do not matter", REQ_SCAN_BAD_PREFERRED, None, on_node({"aaa": "a"}), S),
 ]
 
 
@@ -900,6 +996,9 @@ NODE_HINT_CASES = [
     ("anti: key's value changes", ZONE_ANTI, node("a", {"zone": "zone1"}), node("a", {"zone": "zone2"}), Q),
     ("anti: key gained", ZONE_ANTI, node("a", {"aaa": "a"}), node("a", {"zone": "zone1"}), S),
     ("anti: key lost", ZONE_ANTI, node("a", {"zone": "zone1"}), node("a", {"aaa": "a"}), Q),
+    ("invalid required affinity", BAD_AFFINITY, node("a", {"aaa": "a"}), node("a", {"aaa": "b"}), Q),
+    ("invalid required anti-affinity", BAD_ANTI, node("a", {"aaa": "a"}), node("a", {"aaa": "b"}), Q),
+    ("invalid preferred terms do not matter", REQ_SCAN_BAD_PREFERRED, None, node("a", {"zone": "zone1"}), S),
 ]
 
 

@@ -6,6 +6,7 @@ definitions, and PreFilter's add/remove-pod updates agree with recomputing from 
 from __future__ import annotations
 
 import copy
+from random import Random
 from typing import Any
 
 import numpy as np
@@ -13,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pyk8s.scheduler.framework.handle import FrameworkHandle, StaticLister
-from pyk8s.scheduler.framework.interface import Code, CycleState, NodeScore
+from pyk8s.scheduler.framework.interface import Code, CycleState, NodeScore, Status
 from pyk8s.scheduler.framework.snapshot import Snapshot
 from pyk8s.scheduler.framework.types import AffinityTerm, PodInfo
 from pyk8s.scheduler.plugins.interpodaffinity import PRE_FILTER_STATE_KEY, PRE_SCORE_STATE_KEY, InterPodAffinity
@@ -42,18 +43,34 @@ NS_SELECTORS = [
     {"matchExpressions": [expr("team", "In", "a")]},
     {"matchExpressions": [expr("team", "NotIn", "a")]},
 ]
-NAMESPACE_LISTS = [None, [], ["ns-a"], ["ns-b"], ["ns-c"], ["ns-a", "ns-b"], ["ns-b", "ns-c"]]
+NAMESPACE_LISTS = [None, [], ["ns-a"], ["ns-b"], ["ns-c"], ["ns-a", "ns-b"], ["ns-b", "ns-c"], [""]]
 TOPOLOGY_KEYS = [HOSTNAME, ZONE, ZONE, REGION, "missing"]
+# Every pairing of namespaces and namespaceSelector, and more often neither (the owner's own namespace, the
+# commonest form, and "" for an owner without metadata.namespace).
+NAMESPACE_SCOPES = [(nss, nssel) for nss in NAMESPACE_LISTS for nssel in NS_SELECTORS] + [(None, None)] * 20
 TERMS = [
     term(*sel, topology=topo, namespaces=nss, ns_selector=nssel)
     for sel in SELECTORS
     for topo in TOPOLOGY_KEYS
-    for nss in NAMESPACE_LISTS
-    for nssel in NS_SELECTORS
+    for nss, nssel in NAMESPACE_SCOPES
+]
+# Terms whose labelSelector or namespaceSelector does not parse (an invalid value, an unknown operator): about one
+# term in sixteen, so that pods with several terms are often invalid but most are not.
+BAD_VALUE, BAD_OPERATOR = "b@d", "Bogus"
+BAD_TERMS = [
+    term(*sel, topology=topo, namespaces=nss, ns_selector=nssel)
+    for sel, nssel in (
+        ([expr("app", "In", "x", BAD_VALUE)], None),
+        ([expr("app", BAD_OPERATOR)], {}),
+        ([], {"matchExpressions": [expr("team", "In", BAD_VALUE)]}),
+        ([expr("tier", "Exists")], {"matchExpressions": [expr("team", BAD_OPERATOR, "a")]}),
+    )
+    for topo in (ZONE, REGION)
+    for nss in (None, ["ns-a"], [""])
 ]
 
 label_sets = st.sampled_from(LABEL_SETS)
-terms = st.sampled_from(TERMS)
+terms = st.sampled_from(TERMS + BAD_TERMS * 4)
 weighted_terms = st.builds(weighted, st.integers(1, 100), terms)
 # Required terms are often absent so that not every node gets rejected.
 required_terms = st.one_of(st.just([]), st.just([]), st.lists(terms, min_size=1, max_size=2))
@@ -64,13 +81,16 @@ affinities = st.builds(
     st.lists(weighted_terms, max_size=2),
     st.lists(weighted_terms, max_size=2),
 )
-pod_namespaces = st.sampled_from(["ns-a", "ns-b", "ns-c"])
+# None: a pod object without metadata.namespace, which upstream reads as the empty namespace.
+pod_namespaces = st.sampled_from(["ns-a", "ns-b", "ns-c", "", None])
 node_label_draws = st.tuples(st.sampled_from(["z1", "z2", "z3", None]), st.sampled_from(["r1", "r2", None]))
-existing_pods = st.tuples(pod_namespaces, label_sets, st.integers(0, 7), st.one_of(st.none(), affinities))
+existing_pods = st.tuples(label_sets, st.integers(0, 7), st.one_of(st.none(), affinities))
 
 
 @st.composite
-def clusters(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
+def clusters(
+    draw: st.DrawFn, namespaces: st.SearchStrategy[str | None] = pod_namespaces
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
     nodes = []
     for i, (zone, region) in enumerate(draw(st.lists(node_label_draws, min_size=1, max_size=8))):
         labels = {HOSTNAME: f"n{i}"}
@@ -80,11 +100,19 @@ def clusters(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[dict[str, Any]
             labels[REGION] = region
         nodes.append(node(f"n{i}", labels))
     pods = [
-        pod(f"e{j}", ns=ns, labels=labels, node=f"n{k % len(nodes)}", aff=aff)
-        for j, (ns, labels, k, aff) in enumerate(draw(st.lists(existing_pods, max_size=12)))
+        in_namespace(pod(f"e{j}", labels=labels, node=f"n{k % len(nodes)}", aff=aff), draw(namespaces))
+        for j, (labels, k, aff) in enumerate(draw(st.lists(existing_pods, max_size=12)))
     ]
-    incoming = pod("incoming", ns=draw(pod_namespaces), labels=draw(label_sets), aff=draw(affinities))
+    incoming = in_namespace(pod("incoming", labels=draw(label_sets), aff=draw(affinities)), draw(namespaces))
     return nodes, pods, incoming
+
+
+def in_namespace(p: dict[str, Any], ns: str | None) -> dict[str, Any]:
+    if ns is None:
+        del p["metadata"]["namespace"]
+    else:
+        p["metadata"]["namespace"] = ns
+    return p
 
 
 # -- naive references of upstream's definitions ----------------------------------------------------------------
@@ -92,10 +120,76 @@ def clusters(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[dict[str, Any]
 
 def incoming_term_matches(t: AffinityTerm, p: dict[str, Any]) -> bool:
     """The incoming pod's term against pod `p`, with the namespaceSelector resolved over known namespaces."""
-    ns = p["metadata"]["namespace"]
+    ns = p["metadata"].get("namespace", "")
     sel = t.namespace_selector
     ns_ok = ns in t.namespaces or (sel.empty and not sel.nothing) or (ns in NS_LABELS and sel.matches(NS_LABELS[ns]))
     return ns_ok and t.selector.matches(p["metadata"].get("labels"))
+
+
+def selector_matches(sel: dict[str, Any] | None, labels: dict[str, str] | None) -> bool:
+    """A metav1.LabelSelector read straight from the object: absent selects nothing, empty everything."""
+    if sel is None:
+        return False
+    labels = labels or {}
+    if any(labels.get(k) != v for k, v in (sel.get("matchLabels") or {}).items()):
+        return False
+    for e in sel.get("matchExpressions") or []:
+        present, values = e["key"] in labels, e.get("values") or []
+        ok = {
+            "In": present and labels.get(e["key"]) in values,
+            "NotIn": not present or labels.get(e["key"]) not in values,
+            "Exists": present,
+            "DoesNotExist": not present,
+        }[e["operator"]]
+        if not ok:
+            return False
+    return True
+
+
+def term_parses(t: dict[str, Any]) -> bool:
+    for sel in (t.get("labelSelector"), t.get("namespaceSelector")):
+        for e in (sel or {}).get("matchExpressions") or []:
+            if e["operator"] == BAD_OPERATOR or BAD_VALUE in (e.get("values") or []):
+                return False
+    return True
+
+
+def pod_terms(p: dict[str, Any], kind: str, required: bool) -> list[tuple[int, dict[str, Any]]]:
+    """(weight, term) of one kind of term of an existing pod; none when any of them fails to parse, as upstream
+    keeps nothing of that kind."""
+    when = (
+        "requiredDuringSchedulingIgnoredDuringExecution"
+        if required
+        else "preferredDuringSchedulingIgnoredDuringExecution"
+    )
+    raw = ((p["spec"].get("affinity") or {}).get(kind) or {}).get(when) or []
+    out = [(0, t) if required else (t["weight"], t["podAffinityTerm"]) for t in raw]
+    return out if all(term_parses(t) for _, t in out) else []
+
+
+def all_terms_parse(p: dict[str, Any]) -> bool:
+    affinity_ = p["spec"].get("affinity") or {}
+    return all(
+        term_parses(t.get("podAffinityTerm", t))
+        for kind in ("podAffinity", "podAntiAffinity")
+        for when in (
+            "requiredDuringSchedulingIgnoredDuringExecution",
+            "preferredDuringSchedulingIgnoredDuringExecution",
+        )
+        for t in (affinity_.get(kind) or {}).get(when) or []
+    )
+
+
+def existing_term_selects(t: dict[str, Any], owner: dict[str, Any], incoming: dict[str, Any]) -> bool:
+    """An existing pod's term against the incoming pod (upstream's AffinityTerm.Matches with the incoming pod's
+    namespace labels): no namespaces and no namespaceSelector mean the owner's namespace, "" when it has none."""
+    ns = incoming["metadata"].get("namespace", "")
+    listed = t.get("namespaces") or []
+    ns_sel = t.get("namespaceSelector")
+    if not listed and ns_sel is None:
+        listed = [owner["metadata"].get("namespace", "")]
+    in_namespace = ns in listed or selector_matches(ns_sel, NS_LABELS.get(ns))
+    return in_namespace and selector_matches(t.get("labelSelector"), incoming["metadata"].get("labels"))
 
 
 def placed(nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, str]]]:
@@ -109,14 +203,13 @@ def bump(counts: dict, key: tuple, value: int) -> None:
 
 def reference_counts(nodes, pods, incoming) -> tuple[dict, dict, dict]:
     pi = PodInfo(incoming)
-    ns_labels = NS_LABELS.get(incoming["metadata"]["namespace"])
     existing: dict = {}
     aff: dict = {}
     anti: dict = {}
     for p, labels in placed(nodes, pods):
-        for t in PodInfo(p).required_anti_affinity_terms:
-            if t.matches(incoming, ns_labels) and t.topology_key in labels:
-                bump(existing, (t.topology_key, labels[t.topology_key]), 1)
+        for _, t in pod_terms(p, "podAntiAffinity", required=True):
+            if existing_term_selects(t, p, incoming) and t["topologyKey"] in labels:
+                bump(existing, (t["topologyKey"], labels[t["topologyKey"]]), 1)
         terms_ = pi.required_affinity_terms
         if terms_ and all(incoming_term_matches(t, p) for t in terms_):
             for t in terms_:
@@ -130,7 +223,6 @@ def reference_counts(nodes, pods, incoming) -> tuple[dict, dict, dict]:
 
 def reference_scores(nodes, pods, incoming, hard: int) -> dict[str, dict[str, int]]:
     pi = PodInfo(incoming)
-    ns_labels = NS_LABELS.get(incoming["metadata"]["namespace"])
     scores: dict[str, dict[str, int]] = {}
 
     def add(key: str, labels: dict[str, str], w: int) -> None:
@@ -141,23 +233,18 @@ def reference_scores(nodes, pods, incoming, hard: int) -> dict[str, dict[str, in
     for p, labels in placed(nodes, pods):
         if not labels:
             continue
-        epi = PodInfo(p)
         for w in pi.preferred_affinity_terms:
             if incoming_term_matches(w.term, p):
                 add(w.term.topology_key, labels, w.weight)
         for w in pi.preferred_anti_affinity_terms:
             if incoming_term_matches(w.term, p):
                 add(w.term.topology_key, labels, -w.weight)
-        if hard > 0:
-            for t in epi.required_affinity_terms:
-                if t.matches(incoming, ns_labels):
-                    add(t.topology_key, labels, hard)
-        for w in epi.preferred_affinity_terms:
-            if w.term.matches(incoming, ns_labels):
-                add(w.term.topology_key, labels, w.weight)
-        for w in epi.preferred_anti_affinity_terms:
-            if w.term.matches(incoming, ns_labels):
-                add(w.term.topology_key, labels, -w.weight)
+        symmetric = [(hard if hard > 0 else 0, t) for _, t in pod_terms(p, "podAffinity", required=True)]
+        symmetric += pod_terms(p, "podAffinity", required=False)
+        symmetric += [(-w, t) for w, t in pod_terms(p, "podAntiAffinity", required=False)]
+        for w, t in symmetric:
+            if w and existing_term_selects(t, p, incoming):
+                add(t["topologyKey"], labels, w)
     return scores
 
 
@@ -172,12 +259,20 @@ def _counts(state: CycleState) -> tuple[dict, dict, dict]:
 @settings(max_examples=150, deadline=None)
 @given(clusters())
 def test_filter_vector_matches_per_node(cluster):
+    check_filter(cluster)
+
+
+def check_filter(cluster: tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]) -> None:
     nodes, pods, incoming = cluster
     pl, snap = plugin_for(nodes, pods, namespaces=NAMESPACES)
     state = CycleState()
     _, status = pl.pre_filter(state, incoming, snap.node_info_list)
     want_existing, want_aff, want_anti = reference_counts(nodes, pods, incoming)
     pi = PodInfo(incoming)
+    if not all_terms_parse(incoming):
+        assert status is not None and status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+        assert status.message().startswith("parsing pod: ")
+        return
     if status is not None:
         assert status.code == Code.SKIP
         assert not want_existing and not pi.required_affinity_terms and not pi.required_anti_affinity_terms
@@ -190,14 +285,30 @@ def test_filter_vector_matches_per_node(cluster):
 @settings(max_examples=150, deadline=None)
 @given(clusters(), st.integers(0, 3), st.booleans(), st.randoms(use_true_random=False))
 def test_score_vector_matches_per_node(cluster, hard, ignore, rnd):
+    check_score(cluster, hard, ignore, rnd)
+
+
+def check_score(
+    cluster: tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]], hard: int, ignore: bool, rnd: Random
+) -> None:
     nodes, pods, incoming = cluster
     args = {"hardPodAffinityWeight": hard, "ignorePreferredTermsOfExistingPods": ignore}
     pl, snap = plugin_for(nodes, pods, args, namespaces=NAMESPACES)
     state = CycleState()
     status = pl.pre_score(state, incoming, snap.node_info_list)
-    pi = PodInfo(incoming)
-    has_constraints = bool(pi.preferred_affinity_terms or pi.preferred_anti_affinity_terms)
-    want = {} if ignore and not has_constraints else reference_scores(nodes, pods, incoming, hard)
+    pod_affinity = incoming["spec"].get("affinity") or {}
+    has_constraints = any(
+        (pod_affinity.get(kind) or {}).get("preferredDuringSchedulingIgnoredDuringExecution")
+        for kind in ("podAffinity", "podAntiAffinity")
+    )
+    if ignore and not has_constraints:
+        assert status == Status(Code.SKIP)
+        return
+    if not all_terms_parse(incoming):
+        assert status is not None and status.code == Code.ERROR
+        assert status.message().startswith("failed to parse pod: ")
+        return
+    want = reference_scores(nodes, pods, incoming, hard)
     if status is not None:
         assert status.code == Code.SKIP and not want
         return
@@ -207,6 +318,17 @@ def test_score_vector_matches_per_node(cluster, hard, ignore, rnd):
     idx = np.array(positions[: rnd.randint(1, len(positions))], dtype=np.int64)
     per_node = [pl.score(state, incoming, snap.node_info_list[i])[0] for i in idx]
     assert pl.score_vector(state, incoming, snap, idx).tolist() == per_node
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    clusters(st.sampled_from(["", None, "ns-a"])), st.integers(0, 3), st.booleans(), st.randoms(use_true_random=False)
+)
+def test_the_empty_namespace(cluster, hard, ignore, rnd):
+    """Pods in the empty namespace, most without metadata.namespace: their terms that name no namespace select
+    pods in "" (upstream reads a missing namespace as ""), both ways round."""
+    check_filter(cluster)
+    check_score(cluster, hard, ignore, rnd)
 
 
 @settings(max_examples=150, deadline=None)

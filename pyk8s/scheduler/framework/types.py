@@ -15,8 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from ...api.errors import aggregate
 from ...api.quantity import milli_value, parse_quantity, value
-from ...api.selectors import EVERYTHING, LabelSelector, label_selector_from_object
+from ...api.selectors import EVERYTHING, LabelSelector, SelectorError, label_selector_from_object
 from .features import process_gates
 from .image_states import ImageStateSummary
 from .interface import Node, Pod
@@ -358,7 +359,9 @@ class WeightedAffinityTerm:
 
 
 def new_affinity_term(pod: Pod, term: dict[str, Any]) -> AffinityTerm:
-    """Parse one PodAffinityTerm: no namespaces and no namespaceSelector mean the pod's own namespace."""
+    """Parse one PodAffinityTerm (upstream: newAffinityTerm): no namespaces and no namespaceSelector mean the
+    pod's own namespace. Raises SelectorError for an invalid labelSelector, then namespaceSelector."""
+    selector = label_selector_from_object(term.get("labelSelector"))
     namespaces = frozenset(term.get("namespaces") or ())
     ns_sel_obj = term.get("namespaceSelector")
     ns_selector = label_selector_from_object(ns_sel_obj)  # None -> NOTHING, {} -> EVERYTHING
@@ -366,7 +369,7 @@ def new_affinity_term(pod: Pod, term: dict[str, Any]) -> AffinityTerm:
         namespaces = frozenset((pod["metadata"].get("namespace", ""),))
     return AffinityTerm(
         namespaces=namespaces,
-        selector=label_selector_from_object(term.get("labelSelector")),
+        selector=selector,
         topology_key=term.get("topologyKey", ""),
         namespace_selector=ns_selector,
     )
@@ -377,16 +380,48 @@ def _terms(pod: Pod, kind: str, field_name: str) -> list[dict[str, Any]]:
     return affinity.get(field_name) or []
 
 
+_REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+_PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+
+# How upstream's NewPodInfo names each kind of term in its parse error.
+REQUIRED_AFFINITY_TERMS = "requiredAffinityTerms"
+REQUIRED_ANTI_AFFINITY_TERMS = "requiredAntiAffinityTerms"
+PREFERRED_AFFINITY_TERMS = "preferredAffinityTerms"
+PREFERRED_ANTI_AFFINITY_TERMS = "preferredAntiAffinityTerms"
+
+
+def has_preferred_pod_affinity(pod: Pod) -> bool:
+    """Whether the pod lists preferred pod (anti-)affinity terms, valid or not."""
+    return bool(_terms(pod, "podAffinity", _PREFERRED) or _terms(pod, "podAntiAffinity", _PREFERRED))
+
+
+def _required_terms(pod: Pod, kind: str) -> list[AffinityTerm]:
+    return [new_affinity_term(pod, t) for t in _terms(pod, kind, _REQUIRED)]
+
+
+def _preferred_terms(pod: Pod, kind: str) -> list[WeightedAffinityTerm]:
+    return [
+        WeightedAffinityTerm(new_affinity_term(pod, t.get("podAffinityTerm") or {}), int(t.get("weight", 0)))
+        for t in _terms(pod, kind, _PREFERRED)
+    ]
+
+
 # -- PodInfo, NodeInfo ------------------------------------------------------------------------------------------
 
 
 class PodInfo:
-    """A pod with its parsed affinity terms and resource requests, computed once."""
+    """A pod with its parsed affinity terms and resource requests, computed once.
+
+    A kind of term (required affinity, required anti-affinity, preferred ones) with an invalid selector is left
+    empty and its error kept in `parse_errors`, as upstream's NewPodInfo does: the API server lets such pods
+    through, so the scheduler must hold them; the plugins that need the terms reject the pod being scheduled.
+    """
 
     __slots__ = (
         "_non_zero",
         "_requests",
         "_usage",
+        "parse_errors",
         "pod",
         "preferred_affinity_terms",
         "preferred_anti_affinity_terms",
@@ -399,6 +434,7 @@ class PodInfo:
         self._requests: Resource | None = None
         self._non_zero: Resource | None = None
         self._usage: tuple[list[tuple[str, str, int]], list[str]] | None = None
+        self.parse_errors: dict[str, str] | None = None  # kind of term -> its first selector error
         spec = pod.get("spec") or {}
         if not spec.get("affinity"):
             self.required_affinity_terms: list[AffinityTerm] = []
@@ -406,18 +442,41 @@ class PodInfo:
             self.preferred_affinity_terms: list[WeightedAffinityTerm] = []
             self.preferred_anti_affinity_terms: list[WeightedAffinityTerm] = []
             return
-        req = "requiredDuringSchedulingIgnoredDuringExecution"
-        pref = "preferredDuringSchedulingIgnoredDuringExecution"
-        self.required_affinity_terms = [new_affinity_term(pod, t) for t in _terms(pod, "podAffinity", req)]
-        self.required_anti_affinity_terms = [new_affinity_term(pod, t) for t in _terms(pod, "podAntiAffinity", req)]
-        self.preferred_affinity_terms = [
-            WeightedAffinityTerm(new_affinity_term(pod, t.get("podAffinityTerm") or {}), int(t.get("weight", 0)))
-            for t in _terms(pod, "podAffinity", pref)
-        ]
-        self.preferred_anti_affinity_terms = [
-            WeightedAffinityTerm(new_affinity_term(pod, t.get("podAffinityTerm") or {}), int(t.get("weight", 0)))
-            for t in _terms(pod, "podAntiAffinity", pref)
-        ]
+        try:
+            self.required_affinity_terms = _required_terms(pod, "podAffinity")
+        except SelectorError as e:
+            self.required_affinity_terms = self._failed(REQUIRED_AFFINITY_TERMS, e)
+        try:
+            self.required_anti_affinity_terms = _required_terms(pod, "podAntiAffinity")
+        except SelectorError as e:
+            self.required_anti_affinity_terms = self._failed(REQUIRED_ANTI_AFFINITY_TERMS, e)
+        try:
+            self.preferred_affinity_terms = _preferred_terms(pod, "podAffinity")
+        except SelectorError as e:
+            self.preferred_affinity_terms = self._failed(PREFERRED_AFFINITY_TERMS, e)
+        try:
+            self.preferred_anti_affinity_terms = _preferred_terms(pod, "podAntiAffinity")
+        except SelectorError as e:
+            self.preferred_anti_affinity_terms = self._failed(PREFERRED_ANTI_AFFINITY_TERMS, e)
+
+    def _failed(self, kind: str, error: SelectorError) -> list[Any]:
+        if self.parse_errors is None:
+            self.parse_errors = {}
+        self.parse_errors[kind] = str(error)
+        return []
+
+    @property
+    def parse_error(self) -> str | None:
+        """Upstream's aggregated NewPodInfo error: each kind of term that failed, with its selector's error."""
+        if not self.parse_errors:
+            return None
+        return aggregate(f"{kind}: {message}" for kind, message in self.parse_errors.items())
+
+    @property
+    def required_terms_unparsable(self) -> bool:
+        """Whether the required (anti-)affinity terms failed to parse (the queueing hints need only those)."""
+        errors = self.parse_errors
+        return bool(errors) and (REQUIRED_AFFINITY_TERMS in errors or REQUIRED_ANTI_AFFINITY_TERMS in errors)
 
     @property
     def requests(self) -> Resource:

@@ -278,10 +278,9 @@ class Filtering(PreFilterPlugin, FilterPlugin, PreFilterExtensions):
     ) -> tuple[PreFilterResult | None, Status | None]:
         # As upstream, the counts cover every node of the snapshot, not only `nodes`.
         snapshot = self._handle.snapshot
-        try:
-            pi = PodInfo(pod)
-        except ValueError as e:
-            return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, f"parsing pod: {e}")
+        pi = PodInfo(pod)
+        if pi.parse_errors:
+            return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, f"parsing pod: {pi.parse_error}")
         list_namespaces = self._list_namespaces
         affinity_terms = [merge_namespaces(t, list_namespaces) for t in pi.required_affinity_terms]
         anti_terms = [merge_namespaces(t, list_namespaces) for t in pi.required_anti_affinity_terms]

@@ -98,9 +98,8 @@ def is_schedulable_after_pod_change(pod: Pod, old: Pod | None, new: Pod | None) 
     isSchedulableAfterPodChange, including its use of all-terms matching for anti-affinity)."""
     if (new is not None and not _node_name(new)) or (old is not None and not _node_name(old)):
         return QueueingHint.SKIP  # unscheduled pods count for nothing
-    try:
-        pi = PodInfo(pod)
-    except ValueError:
+    pi = PodInfo(pod)
+    if pi.required_terms_unparsable:
         return QueueingHint.QUEUE
     terms, anti_terms = pi.required_affinity_terms, pi.required_anti_affinity_terms
     if new is not None and old is not None:
@@ -122,9 +121,8 @@ def is_schedulable_after_node_change(pod: Pod, old: Node | None, new: Node | Non
     with anti-affinity (upstream's isSchedulableAfterNodeChange)."""
     if new is None:
         return QueueingHint.QUEUE
-    try:
-        pi = PodInfo(pod)
-    except ValueError:
+    pi = PodInfo(pod)
+    if pi.required_terms_unparsable:
         return QueueingHint.QUEUE
     new_labels = labels_of(new)
     old_labels = labels_of(old)

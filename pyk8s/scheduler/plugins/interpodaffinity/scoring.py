@@ -25,7 +25,7 @@ from ...framework.interface import (
     Status,
 )
 from ...framework.snapshot import Snapshot
-from ...framework.types import NodeInfo, PodInfo
+from ...framework.types import NodeInfo, PodInfo, has_preferred_pod_affinity
 from .common import (
     NAME,
     NodeShares,
@@ -116,13 +116,15 @@ class Scoring(PreScorePlugin, ScorePlugin, ScoreExtensions):
     ignore_preferred_terms_of_existing_pods: bool
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status | None:
-        try:
-            pi = PodInfo(pod)
-        except ValueError as e:
-            return Status.as_error(f"failed to parse pod: {e}")
-        has_constraints = bool(pi.preferred_affinity_terms or pi.preferred_anti_affinity_terms)
-        if self.ignore_preferred_terms_of_existing_pods and not has_constraints:
+        # As upstream, both Skips come before the pod's terms are parsed, and a pod whose preferred terms are all
+        # invalid still has constraints.
+        if not nodes:
             return Status(Code.SKIP)
+        if self.ignore_preferred_terms_of_existing_pods and not has_preferred_pod_affinity(pod):
+            return Status(Code.SKIP)
+        pi = PodInfo(pod)
+        if pi.parse_errors:
+            return Status.as_error(f"failed to parse pod: {pi.parse_error}")
         # As upstream, every node of the snapshot counts, not only `nodes`.
         snapshot = self._handle.snapshot
         weighted = [(w.term, w.weight) for w in pi.preferred_affinity_terms]
