@@ -212,10 +212,7 @@ class ScheduleAlgorithm:
             for ni in all_nodes:
                 diagnosis.node_to_status[ni.name] = st
             diagnosis.pre_filter_msg = st.message()
-            if st.plugin:
-                diagnosis.unschedulable_plugins.add(st.plugin)
-            if st.code == Code.PENDING:
-                diagnosis.pending_plugins.add(st.plugin)
+            diagnosis.add_plugin_status(st)
             return pre_result, diagnosis, True
         return pre_result, diagnosis, False
 
@@ -239,9 +236,9 @@ class ScheduleAlgorithm:
             _log_failed_nomination(pod, st.message())
             return None
         diagnosis.node_to_status[name] = st
-        # A Pending plugin is unschedulable but not pending here: upstream judges the node into a copy of the
-        # diagnosis that shares the node statuses and the unschedulable set but not the pending one, which the copy
-        # creates for itself.
+        # Not add_plugin_status, so a Pending plugin is not named pending: upstream judges the node into a copy of
+        # the diagnosis that shares the node statuses and the unschedulable set but not the pending one, which the
+        # copy creates for itself.
         if st.plugin:
             diagnosis.unschedulable_plugins.add(st.plugin)
         return None
@@ -297,10 +294,7 @@ class ScheduleAlgorithm:
         for s in statuses.values():
             if s.code == Code.ERROR:
                 raise ScheduleError(s)
-            if s.code == Code.PENDING:
-                diagnosis.pending_plugins.add(s.plugin)
-            else:
-                diagnosis.unschedulable_plugins.add(s.plugin)
+            diagnosis.add_plugin_status(s)
 
     async def find_nodes_that_pass_extenders(
         self, pod: Pod, feasible: Sequence[int], diagnosis: Diagnosis
@@ -499,9 +493,8 @@ def _fit_error_for(pod: Pod, host: str, st: Status) -> FitError | None:
     """A rejection at Reserve, Permit or PreBind reads as a FitError over the one node tried (upstream)."""
     if not st.is_rejected():
         return None
-    d = Diagnosis(node_to_status={host: st}, unschedulable_plugins={st.plugin} if st.plugin else set())
-    if st.code == Code.PENDING:
-        d.pending_plugins.add(st.plugin)
+    d = Diagnosis(node_to_status={host: st})
+    d.add_plugin_status(st)
     return FitError(pod, 1, d)
 
 

@@ -144,6 +144,12 @@ CASES: list[tuple[Any, ...]] = [
         {"FakeFilter", "FakePreFilter"}, set(), 2,
         f"0/3 nodes are available: 1 node(s) didn't satisfy plugin(s) [FakeFilter FakePreFilter], 2 {INJECTED}.",
     ),
+    (
+        "a Pending node found by the search names its plugin both pending and unschedulable",
+        None, None, {"node1": PENDING, "node2": PENDING, "node3": PENDING}, [], None,
+        {"node1": (PENDING, INJECTED), "node2": (PENDING, INJECTED), "node3": (PENDING, INJECTED)},
+        {"FakeFilter"}, {"FakeFilter"}, 0, f"0/3 nodes are available: 3 {INJECTED}.",
+    ),
 ]  # fmt: skip
 
 
