@@ -1,10 +1,11 @@
 """One pod's way through the scheduler (upstream: pkg/scheduler/schedule_one.go).
 
-`ScheduleAlgorithm.schedule_pod` is the algorithm: refresh the snapshot, PreFilter, find feasible nodes (at most
-`num_feasible_nodes_to_find`, searching round-robin from where the last pod stopped), score them, pick the best
-(ties at random). `scheduling_cycle` adds what follows a choice — assume, Reserve, Permit — and
-`binding_cycle` runs asynchronously: wait on Permit, PreBind, Bind, PostBind. `handle_scheduling_failure`
-records upstream's event and PodScheduled condition and hands the pod back to the queue.
+`ScheduleAlgorithm.schedule_pod` is the algorithm: refresh the snapshot, PreFilter, try the node the pod is
+nominated to, else find feasible nodes (at most `num_feasible_nodes_to_find`, searching round-robin from where the
+last pod stopped), score them, pick the best (ties at random). `scheduling_cycle` adds what follows a choice —
+assume, Reserve, Permit — and `binding_cycle` runs asynchronously: wait on Permit, PreBind, Bind, PostBind.
+`handle_scheduling_failure` records upstream's event and PodScheduled condition and hands the pod back to the
+queue.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..api.errors import go_quote
 from . import metrics
 from .extender import EXTENDER_NAME, MAX_EXTENDER_PRIORITY, ExtenderError, HTTPExtender, extenders_binding
 from .framework.interface import (
@@ -46,6 +48,15 @@ log = logging.getLogger(__name__)
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 NO_NODES_AVAILABLE = "no nodes available to schedule pods"
+
+
+def _log_failed_nomination(pod: Pod, error: object) -> None:
+    # Upstream only logs it: the search over all nodes (or PreFilter's) follows either way.
+    md = pod["metadata"]
+    log.error(
+        "evaluation failed on nominated node %s for pod %s/%s: %s",
+        pod["status"]["nominatedNodeName"], md.get("namespace", ""), md["name"], error,
+    )  # fmt: skip
 
 
 class ScheduleError(Exception):
@@ -97,6 +108,16 @@ class _Search:
         ok = set(self.feasible)
         return [i for i in window if i not in ok]
 
+    def reached(self, position: int) -> bool:
+        """Whether the search went through the node at this position."""
+        if self.candidates is None:
+            k, n = position, self.num_nodes
+        elif position in self.candidates:
+            k, n = self.candidates.index(position), len(self.candidates)
+        else:
+            return False
+        return (k - self.start % n) % n < self.processed
+
 
 class ScheduleAlgorithm:
     """The part of the scheduler that picks a node; usable without an API server (benchmarks, evaluate)."""
@@ -147,7 +168,7 @@ class ScheduleAlgorithm:
         pre_result, diagnosis, rejected = self._pre_filter(fw, state, pod)
         if rejected:
             return [], diagnosis
-        nominated = self._nominated_node_fits(fw, state, pod, pre_result)
+        nominated = self._nominated_node_fits(fw, state, pod, diagnosis)
         if nominated is not None:
             return [nominated], diagnosis
         return self._search(fw, state, pod, pre_result, diagnosis).feasible, diagnosis
@@ -158,12 +179,12 @@ class ScheduleAlgorithm:
         pre_result, diagnosis, rejected = self._pre_filter(fw, state, pod)
         if rejected:
             return [], diagnosis
-        nominated = self._nominated_node_fits(fw, state, pod, pre_result)
+        nominated = self._nominated_node_fits(fw, state, pod, diagnosis)
         if nominated is not None:
             try:
                 passed = await self.find_nodes_that_pass_extenders(pod, [nominated], diagnosis)
-            except ScheduleError as e:  # upstream only logs a failed evaluation of the nominated node
-                log.info("evaluating nominated node for pod %s failed: %s", pod["metadata"]["name"], e)
+            except ScheduleError as e:
+                _log_failed_nomination(pod, e)
                 passed = []
             if passed:
                 return passed, diagnosis
@@ -191,26 +212,35 @@ class ScheduleAlgorithm:
             for ni in all_nodes:
                 diagnosis.node_to_status[ni.name] = st
             diagnosis.pre_filter_msg = st.message()
-            if st.plugin:
-                diagnosis.unschedulable_plugins.add(st.plugin)
-            if st.code == Code.PENDING:
-                diagnosis.pending_plugins.add(st.plugin)
+            diagnosis.add_plugin_status(st)
             return pre_result, diagnosis, True
         return pre_result, diagnosis, False
 
-    def _nominated_node_fits(
-        self, fw: Framework, state: CycleState, pod: Pod, pre_result: PreFilterResult | None
-    ) -> int | None:
-        """A pod nominated by an earlier preemption tries its nominated node first (upstream:
-        evaluateNominatedNode): the node's position if it passes the filters."""
-        snapshot = self.snapshot
-        nominated = (pod.get("status") or {}).get("nominatedNodeName")
-        if nominated and nominated in snapshot.positions:
-            i = snapshot.positions[nominated]
-            if (pre_result is None or nominated in (pre_result.node_names or ())) and (
-                fw.run_filter_plugins_with_nominated_pods(state, pod, snapshot.node_info_list[i]) is None
-            ):
-                return i
+    def _nominated_node_fits(self, fw: Framework, state: CycleState, pod: Pod, diagnosis: Diagnosis) -> int | None:
+        """A pod nominated by an earlier preemption has its nominated node judged first, whatever PreFilter narrowed
+        the search to (upstream: evaluateNominatedNode): the node's position if it passes the filters. A node that
+        fails keeps its own status in the diagnosis, and its plugin joins the unschedulable ones."""
+        name = (pod.get("status") or {}).get("nominatedNodeName")
+        if not name:
+            return None
+        i = self.snapshot.positions.get(name)
+        if i is None:
+            _log_failed_nomination(pod, f"nodeinfo not found for node name {go_quote(name)}")
+            return None
+        if not fw.has_filter_plugins():
+            return i
+        st = fw.run_filter_plugins_with_nominated_pods(state, pod, self.snapshot.node_info_list[i])
+        if st is None:
+            return i
+        if st.code == Code.ERROR:
+            _log_failed_nomination(pod, st.message())
+            return None
+        diagnosis.node_to_status[name] = st
+        # Not add_plugin_status, so a Pending plugin is not named pending: upstream judges the node into a copy of
+        # the diagnosis that shares the node statuses and the unschedulable set but not the pending one, which the
+        # copy creates for itself.
+        if st.plugin:
+            diagnosis.unschedulable_plugins.add(st.plugin)
         return None
 
     def _search(
@@ -219,6 +249,7 @@ class ScheduleAlgorithm:
         """Run the filters over the nodes (or PreFilter's candidates) round-robin from where the last pod stopped."""
         snapshot = self.snapshot
         all_nodes = snapshot.node_info_list
+        judged = dict(diagnosis.node_to_status)  # the nominated node, when it failed
         candidates: list[int] | None = None
         if pre_result is not None and pre_result.node_names is not None:
             candidates = [snapshot.positions[name] for name in pre_result.node_names if name in snapshot.positions]
@@ -229,6 +260,7 @@ class ScheduleAlgorithm:
             for i, ni in enumerate(all_nodes):
                 if i not in chosen:
                     diagnosis.node_to_status[ni.name] = outside
+            diagnosis.node_to_status.update(judged)  # the framework's reason is for nodes without one of their own
         num_nodes = len(all_nodes) if candidates is None else len(candidates)
         to_find = num_feasible_nodes_to_find(
             fw.percentage_of_nodes_to_score if fw.percentage_of_nodes_to_score is not None
@@ -245,9 +277,14 @@ class ScheduleAlgorithm:
         if not feasible:
             positions = range(len(all_nodes)) if candidates is None else candidates
             self._record_statuses(fw, state, pod, positions, diagnosis)
+        search = _Search(feasible, candidates, len(all_nodes), start, processed)
+        if judged:
+            # Upstream advances by the feasible nodes plus the nodes with a status of their own: a nominated node
+            # judged before the search counts too when the search did not reach it.
+            processed += sum(not search.reached(snapshot.positions[name]) for name in judged)
         if all_nodes:
             self.next_start_node_index = (self.next_start_node_index + processed) % len(all_nodes)
-        return _Search(feasible, candidates, len(all_nodes), start, processed)
+        return search
 
     def _record_statuses(
         self, fw: Framework, state: CycleState, pod: Pod, positions: Iterable[int], diagnosis: Diagnosis
@@ -257,10 +294,7 @@ class ScheduleAlgorithm:
         for s in statuses.values():
             if s.code == Code.ERROR:
                 raise ScheduleError(s)
-            if s.code == Code.PENDING:
-                diagnosis.pending_plugins.add(s.plugin)
-            else:
-                diagnosis.unschedulable_plugins.add(s.plugin)
+            diagnosis.add_plugin_status(s)
 
     async def find_nodes_that_pass_extenders(
         self, pod: Pod, feasible: Sequence[int], diagnosis: Diagnosis
@@ -459,9 +493,8 @@ def _fit_error_for(pod: Pod, host: str, st: Status) -> FitError | None:
     """A rejection at Reserve, Permit or PreBind reads as a FitError over the one node tried (upstream)."""
     if not st.is_rejected():
         return None
-    d = Diagnosis(node_to_status={host: st}, unschedulable_plugins={st.plugin} if st.plugin else set())
-    if st.code == Code.PENDING:
-        d.pending_plugins.add(st.plugin)
+    d = Diagnosis(node_to_status={host: st})
+    d.add_plugin_status(st)
     return FitError(pod, 1, d)
 
 

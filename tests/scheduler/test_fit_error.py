@@ -127,7 +127,14 @@ def names(*values: str) -> dict[str, Any]:
     return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}
 
 
+def nominated(pod: dict[str, Any], node: str) -> dict[str, Any]:
+    pod["status"] = {"nominatedNodeName": node}
+    return pod
+
+
 SMALL = [make_node(f"n{i}", cpu="1") for i in range(1, 5)]
+TAINT = {"key": "k", "value": "v", "effect": "NoSchedule"}
+TAINTED_N2 = [SMALL[0], make_node("n2", cpu="1", taints=[TAINT]), *SMALL[2:]]
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_VICTIMS = "No preemption victims found for incoming pod"
 
@@ -155,6 +162,22 @@ CYCLE_CASES = [
         "pinned to a full node",
         SMALL, make_pod("p", cpu="2", affinity=names("n1")), [], default_config(),
         "0/4 nodes are available: 1 Insufficient cpu, 3 node(s) didn't satisfy plugin(s) [NodeAffinity]. "
+        f"preemption: 0/4 nodes are available: 1 {NO_VICTIMS}, 3 {NOT_HELPFUL}.",
+    ),
+    (
+        # The nominated node is judged first though outside the PreFilterResult, and keeps its own reason.
+        "pinned to a full node, nominated to another",
+        SMALL, nominated(make_pod("p", cpu="2", affinity=names("n1")), "n2"), [], default_config(),
+        "0/4 nodes are available: 1 Insufficient cpu, 1 node(s) didn't match Pod's node affinity/selector, "
+        f"2 node(s) didn't satisfy plugin(s) [NodeAffinity]. preemption: 0/4 nodes are available: 1 {NO_VICTIMS}, "
+        f"3 {NOT_HELPFUL}.",
+    ),
+    (
+        # TaintToleration, which rejects the nominated node before NodeAffinity does, joins the others' reason.
+        "pinned to a full node, nominated to a tainted one",
+        TAINTED_N2, nominated(make_pod("p", cpu="2", affinity=names("n1")), "n2"), [], default_config(),
+        "0/4 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint {k: v}, "
+        "2 node(s) didn't satisfy plugin(s) [NodeAffinity TaintToleration]. "
         f"preemption: 0/4 nodes are available: 1 {NO_VICTIMS}, 3 {NOT_HELPFUL}.",
     ),
     (

@@ -444,6 +444,16 @@ class Diagnosis:
     pre_filter_msg: str = ""
     post_filter_msg: str = ""
 
+    def add_plugin_status(self, st: Status) -> None:
+        """Name the plugin behind a rejection (upstream: AddPluginStatus): every rejecting plugin, a Pending one
+        included, is unschedulable; a Pending one is pending as well."""
+        if not st.plugin:
+            return
+        if st.is_rejected():
+            self.unschedulable_plugins.add(st.plugin)
+        if st.code == Code.PENDING:
+            self.pending_plugins.add(st.plugin)
+
 
 class FitError(Exception):
     """No node fits the pod; the message is upstream's summary ("0/5 nodes are available: …")."""
