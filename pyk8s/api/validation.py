@@ -113,7 +113,8 @@ def is_qualified_name(value: str) -> list[str]:
         errs.append("name part " + EMPTY_ERROR)
     elif len(name) > QUALIFIED_NAME_MAX:
         errs.append("name part " + max_len_error(QUALIFIED_NAME_MAX))
-    if name and not _QUALIFIED_NAME.match(name):
+    # An empty name part fails the pattern as well, and upstream reports both.
+    if not _QUALIFIED_NAME.match(name):
         errs.append("name part " + regex_error(QUALIFIED_NAME_MSG, QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc"))
     return errs
 

@@ -643,6 +643,39 @@ def test_required_affinity_multiple_nodes(name, incoming, pods, nodes, want_pre,
         assert got == want
 
 
+def with_keys(t: dict[str, Any], match: Sequence[str] = (), mismatch: Sequence[str] = ()) -> dict[str, Any]:
+    return {**t, "matchLabelKeys": list(match), "mismatchLabelKeys": list(mismatch)}
+
+
+LABEL_KEYS_CASES: list[tuple[str, dict[str, Any], list[dict[str, Any]], list[Status | None]]] = [
+    # Were the keys applied here, no pod would match the affinity term and the anti-affinity term would not
+    # match the existing pod: both results would flip.
+    (
+        "matchLabelKeys do not narrow an affinity term",
+        pod(labels={"service": "a"}, aff=affinity([with_keys(term(ex("foo"), topology="zone"), match=["service"])])),
+        [pod("p", labels={"foo": "", "service": "b"}, node="nodeA")],
+        [None, AFF],
+    ),
+    (
+        "mismatchLabelKeys do not narrow an anti-affinity term",
+        pod(
+            labels={"service": "a"},
+            aff=affinity(anti=[with_keys(term(ex("foo"), topology="zone"), mismatch=["service"])]),
+        ),
+        [pod("p", labels={"foo": "", "service": "a"}, node="nodeA")],
+        [ANTI, None],
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "incoming", "pods", "want"), LABEL_KEYS_CASES, ids=[c[0] for c in LABEL_KEYS_CASES])
+def test_label_keys_are_the_api_servers(name, incoming, pods, want):
+    """v1.32's API server folds matchLabelKeys and mismatchLabelKeys into the term's selector when the pod is
+    created; the scheduler reads the selector alone, so keys left in a stored term must not count twice."""
+    pre, got = run_filter(incoming, pods, TWO_ZONES)
+    assert pre is None and got == want
+
+
 def test_filter_without_prefilter_is_an_error():
     pl, snap = plugin_for([NODE1], [])
     status = pl.filter(CycleState(), pod(), snap.node_info_list[0])

@@ -18,6 +18,7 @@ from ...api.content_memo import ContentMemo
 from ...api.errors import FieldError
 from ...api.meta import Object, json_copy
 from . import register
+from .pod_affinity import fold_label_keys, validate_label_keys
 from .strategy import Strategy, immutable
 
 RESTART_POLICIES = ("Always", "OnFailure", "Never")
@@ -228,6 +229,8 @@ def _validate_pod_spec(spec: dict[str, Any], path: str) -> list[FieldError]:
             errs.append(e.not_supported(f"{path}.tolerations[{i}].operator", t.get("operator"), ("Equal", "Exists")))
     if spec.get("nodeSelector") is not None:
         errs += v.validate_labels(spec.get("nodeSelector"), f"{path}.nodeSelector")
+    if spec.get("affinity"):
+        errs += validate_label_keys(spec["affinity"], f"{path}.affinity")
     return errs
 
 
@@ -342,6 +345,11 @@ class PodStrategy(Strategy):
                             "tolerationSeconds": DEFAULT_NOT_READY_TOLERATION_SECONDS,
                         }
                     )
+
+    def prepare_for_create(self, obj: Object) -> None:
+        super().prepare_for_create(obj)
+        # Only on create: a pod keeps the selectors folded from the labels it was created with.
+        fold_label_keys(obj)
 
     def initial_status(self, obj: Object) -> None:
         obj["status"] = {"phase": "Pending", "qosClass": qos_class(obj.get("spec") or {})}

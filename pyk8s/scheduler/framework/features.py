@@ -45,8 +45,8 @@ GATES: dict[str, Gate] = {
     "PodLevelResources": Gate(False, ALPHA),
     "PodSchedulingReadiness": Gate(True, GA, locked=True),
     "PodDisruptionConditions": Gate(True, GA, locked=True),
-    # the API server's in v1.32 (it folds matchLabelKeys into the affinity terms' selectors at creation); the
-    # scheduler reads the stored selector only
+    # the API server's in v1.32 (it folds matchLabelKeys into the affinity terms' selectors at creation: here
+    # pyk8s/apiserver/registry/pod_affinity.py, always on); the scheduler reads the stored selector only
     "MatchLabelKeysInPodAffinity": Gate(True, BETA),
     # read by the scheduler in v1.32, not implemented here
     "DynamicResourceAllocation": Gate(
