@@ -113,6 +113,9 @@ def cron_schedule_errors(schedule: str) -> str:
     return ""
 
 
+_PLACEHOLDER_LABEL = "pyk8s.io/job-template"
+
+
 @register("batch", "CronJob")
 class CronJobStrategy(Strategy):
     tracks_generation = True
@@ -149,9 +152,10 @@ class CronJobStrategy(Strategy):
             errs.append(e.required("spec.jobTemplate", ""))
         else:
             jspec = dict(jt.get("spec") or {})
-            jspec.setdefault("selector", {"matchLabels": {"_": "_"}})  # generated per Job later
+            # A Job's selector is generated when the Job is made: stand in a valid one that the template matches.
+            jspec.setdefault("selector", {"matchLabels": {_PLACEHOLDER_LABEL: "x"}})
             tmpl = jspec.get("template") or {}
-            labels = {**((tmpl.get("metadata") or {}).get("labels") or {}), "_": "_"}
+            labels = {**((tmpl.get("metadata") or {}).get("labels") or {}), _PLACEHOLDER_LABEL: "x"}
             jspec["template"] = {**tmpl, "metadata": {**(tmpl.get("metadata") or {}), "labels": labels}}
             errs += validate_job_spec(jspec, "spec.jobTemplate.spec")
         return errs
