@@ -6,6 +6,7 @@ mid-answer, Connection: close, 429, malformed answers)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Awaitable, Callable
 
@@ -539,3 +540,30 @@ async def test_newline_in_a_header_value_is_refused():
             with pytest.raises(ValueError, match="newline"):
                 await c.request("GET", "/x")
         assert server.requests == []
+
+
+def test_a_client_moves_on_after_its_loop_closed():
+    server_conns: list[int] = []
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        server_conns.append(1)
+        with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
+            while await reader.readuntil(b"\r\n\r\n"):
+                writer.write(answer())
+
+    async def start() -> asyncio.Server:
+        return await asyncio.start_server(serve, "127.0.0.1", port)
+
+    port = free_port()
+    client = RESTClient(ClientConfig(server=f"http://127.0.0.1:{port}", qps=-1))
+
+    async def use() -> None:
+        server = await start()
+        try:
+            await client.request("GET", "/x")
+        finally:
+            server.close()
+
+    asyncio.run(use())  # leaves its connection open: the loop closes under it
+    asyncio.run(use())
+    assert len(server_conns) == 2
