@@ -1,7 +1,8 @@
 """The handler chain, in kube-apiserver's order (upstream: apiserver/pkg/server/config.go
 DefaultBuildHandlerChain): panic recovery → request info → authentication → audit → impersonation →
-authorization → in-flight limit → timeout → handler. Each filter is an aiohttp middleware; later issues
-plug RBAC, audit policies and priority-and-fairness into the same places."""
+authorization → in-flight limit → timeout → handler. The filters run as one function around the handler (an
+aiohttp middleware in shape, which the server calls itself); later issues plug RBAC, audit policies and
+priority-and-fairness into the same places."""
 
 from __future__ import annotations
 
