@@ -6,7 +6,8 @@ bound); then the measured pods are created while a watch counts bindings per 1 s
 average of the samples (upstream's SchedulingThroughput Average), upstream's threshold for that workload and the
 ratio between them. The scheduler writes a Scheduled event per pod, as the real one does; beside pods/s the table
 counts those events (written by the time the last pod was bound, and in all), and a run that lost any has no
-ratio: a throughput bought by dropping events is not one. In the same run, the scheduling algorithm alone (no API: snapshot, filters, scores and
+ratio: a throughput bought by dropping events is not one. (Counting them takes a watch on Events, which costs the
+API server one watch delivery per event, as any `kubectl get events -w` would.) In the same run, the scheduling algorithm alone (no API: snapshot, filters, scores and
 assume, in this process) is timed per pod at 5000 nodes — vectorized, and per node as the baseline.
 
 Run: python bench/scheduler_perf.py [--quick] [--only SUBSTRING] [--skip-e2e]
