@@ -476,7 +476,7 @@ class PodInfo:
     def required_terms_unparsable(self) -> bool:
         """Whether the required (anti-)affinity terms failed to parse (the queueing hints need only those)."""
         errors = self.parse_errors
-        return bool(errors) and (REQUIRED_AFFINITY_TERMS in errors or REQUIRED_ANTI_AFFINITY_TERMS in errors)
+        return errors is not None and (REQUIRED_AFFINITY_TERMS in errors or REQUIRED_ANTI_AFFINITY_TERMS in errors)
 
     @property
     def requests(self) -> Resource:
