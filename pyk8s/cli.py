@@ -474,9 +474,11 @@ if __name__ == "__main__":
 
 
 def _add_component_commands() -> None:
+    from .kubelet.cli import nodes
     from .scheduler.cli import scheduler
 
     main.add_command(scheduler)
+    main.add_command(nodes)
 
 
 _add_component_commands()

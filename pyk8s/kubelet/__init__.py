@@ -1,0 +1,2 @@
+"""The kubelet, simulated: nodes that register, heartbeat and report status through the API as a v1.32 kubelet
+does (`node_status.py`, `node_lease.py`, `hollow_nodes.py`), many to one process (`pyk8s nodes`, `cli.py`)."""

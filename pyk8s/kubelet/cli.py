@@ -1,0 +1,75 @@
+"""`pyk8s nodes`: run N simulated nodes in one process against any API server that speaks the Kubernetes API."""
+
+from __future__ import annotations
+
+import click
+
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+def parse_labels(text: str) -> dict[str, str]:
+    """`k=v,k2=v2` as --node-labels takes it."""
+    out: dict[str, str] = {}
+    for item in filter(None, (p.strip() for p in text.split(","))):
+        key, sep, val = item.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{item!r}: want key=value", param_hint="--labels")
+        out[key] = val
+    return out
+
+
+def parse_taints(text: str) -> list[dict[str, str]]:
+    """`k=v:Effect,k2:Effect` as --register-with-taints takes it."""
+    out: list[dict[str, str]] = []
+    for item in filter(None, (p.strip() for p in text.split(","))):
+        kv, sep, effect = item.rpartition(":")
+        if not sep or effect not in TAINT_EFFECTS or not kv:
+            raise click.BadParameter(f"{item!r}: want key[=value]:{'|'.join(TAINT_EFFECTS)}", param_hint="--taints")
+        key, _, val = kv.partition("=")
+        taint = {"key": key, "effect": effect}
+        if val:
+            taint["value"] = val
+        out.append(taint)
+    return out
+
+
+@click.command("nodes")
+@click.option("--kubeconfig", default=None, help="Path to the kubeconfig file (default: KUBECONFIG).")
+@click.option("--count", type=click.IntRange(0), default=3, show_default=True, help="How many nodes.")
+@click.option("--name-prefix", default="node-", show_default=True, help="Nodes are named PREFIX0, PREFIX1, ...")
+@click.option("--cpu", default="4", show_default=True, help="Each node's cpu capacity.")
+@click.option("--memory", default="32Gi", show_default=True, help="Each node's memory capacity.")
+@click.option("--pods", type=click.IntRange(1), default=110, show_default=True, help="Each node's pod capacity.")
+@click.option("--labels", default="", help="Extra labels, k=v,... (as the kubelet's --node-labels).")
+@click.option("--taints", default="", help="Taints, k=v:Effect,... (as the kubelet's --register-with-taints).")
+@click.option("--kube-api-qps", type=float, default=-1, show_default=True, help="Client rate limit (-1: none).")
+@click.option("-v", "--v", "verbosity", default=0, help="Log verbosity (0-4).")
+def nodes(
+    kubeconfig: str | None, count: int, name_prefix: str, cpu: str, memory: str, pods: int, labels: str, taints: str,
+    kube_api_qps: float, verbosity: int,
+) -> None:  # fmt: skip
+    """Run COUNT simulated nodes (hollow kubelets) in this process: each registers its Node, renews its Lease every
+    10 s and reports its status, as a v1.32 kubelet does. Several such processes can serve one cluster with
+    different --name-prefix values. Pods bound to these nodes are not run yet."""
+    from ..api.quantity import parse_quantity
+    from ..cli import _logging, run_component
+    from ..client.kubeconfig import ConfigError, load_config
+    from .hollow_nodes import HollowNodes
+    from .node_status import NodeSpec
+
+    _logging(verbosity)
+    for name, q in (("--cpu", cpu), ("--memory", memory)):
+        try:
+            parse_quantity(q)
+        except ValueError as e:
+            raise click.BadParameter(str(e), param_hint=name) from None
+    extra_labels, node_taints = parse_labels(labels), parse_taints(taints)
+    try:
+        client_config = load_config(kubeconfig).with_options(qps=kube_api_qps)
+    except ConfigError as e:
+        raise click.ClickException(str(e)) from None
+    specs = [
+        NodeSpec(f"{name_prefix}{i}", cpu=cpu, memory=memory, pods=pods, labels=extra_labels, taints=node_taints)
+        for i in range(count)
+    ]
+    run_component(client_config, lambda client: HollowNodes(client, specs))

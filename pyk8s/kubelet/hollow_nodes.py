@@ -1,0 +1,141 @@
+"""Simulated nodes ("hollow nodes", after kubemark and KWOK): many kubelets' API traffic from one process.
+
+`HollowNodes(client, specs).run()` registers each node as a v1.32 kubelet does (create; if it exists, reconcile
+the default labels and annotation and fill missing capacity, leaving spec, taints and other labels alone),
+then keeps each one alive as the kubelet does: its Lease renewed every 10 s (with jitter; the real heartbeat,
+5,000 nodes make ~500 lease writes/s), and its status computed every 10 s and written when the conditions
+changed or at least every 5 minutes (upstream nodeStatusReportFrequency), by a strategic-merge PATCH of
+`nodes/<name>/status`. A restarted process re-registers the same nodes: no duplicates, nothing lost.
+
+Pods bound to these nodes are not run yet (the pod lifecycle is the next part of this package).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from ..api import errors
+from ..api.meta import rfc3339
+from ..client.flowcontrol import retry_delay
+from ..client.rest import RESTClient
+from .node_lease import NodeLease, renew_interval
+from .node_status import NodeSpec, conditions_changed, initial_node, node_status, reconcile_existing
+
+log = logging.getLogger(__name__)
+
+STATUS_UPDATE_FREQUENCY = 10.0  # upstream nodeStatusUpdateFrequency
+STATUS_REPORT_FREQUENCY = 300.0  # upstream nodeStatusReportFrequency
+REGISTER_BACKOFF_CAP = 7.0  # upstream: 100 ms doubling to 7 s
+# Registrations in flight at once: a thousand nodes start in seconds without a thousand connections.
+REGISTER_CONCURRENCY = 32
+
+
+class HollowNode:
+    """One simulated kubelet's node-side state: its Node as last written, its Lease, its boot ID."""
+
+    def __init__(self, client: RESTClient, spec: NodeSpec) -> None:
+        self.client = client
+        self.spec = spec
+        self.boot_id = str(uuid.uuid4())
+        self.node: dict[str, Any] | None = None
+        self.lease = NodeLease(client, spec.name, self.uid)
+        self.last_status_write = 0.0
+
+    def uid(self) -> str | None:
+        return (self.node or {}).get("metadata", {}).get("uid")
+
+    async def register(self) -> None:
+        """Create the Node, or reconcile the one a previous run left; retried with upstream's back-off."""
+        delay = 0.1
+        while True:
+            try:
+                await self._try_register()
+                self.last_status_write = time.monotonic()
+                return
+            except (errors.StatusError, ConnectionError) as err:
+                log.warning("unable to register node %s with the API server: %s", self.spec.name, err)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, REGISTER_BACKOFF_CAP)
+
+    async def _try_register(self) -> None:
+        fresh = initial_node(self.spec, rfc3339(), boot_id=self.boot_id)
+        try:
+            self.node = await self.client.create("nodes", fresh)
+            return
+        except errors.AlreadyExists:
+            pass
+        existing = await self.client.get("nodes", self.spec.name)
+        changed = reconcile_existing(existing, fresh)
+        if changed is not None:
+            existing = await self.client.update("nodes", changed)
+        # A node found again reports its current status at once (its conditions are stale after a restart).
+        self.node = existing
+        await self.write_status(force=True)
+
+    async def write_status(self, *, force: bool = False) -> None:
+        """Compute the status; PATCH it when the conditions changed, when forced, or once the report interval is
+        up (upstream tryUpdateNodeStatus)."""
+        assert self.node is not None
+        old = (self.node.get("status") or {}).get("conditions") or []
+        status = node_status(self.spec, rfc3339(), old, boot_id=self.boot_id)
+        due = time.monotonic() - self.last_status_write >= STATUS_REPORT_FREQUENCY
+        if not (force or due or conditions_changed(old, status["conditions"])):
+            return
+        patch = {"status": {"conditions": status["conditions"], "nodeInfo": status["nodeInfo"]}}
+        self.node = await self.client.patch("nodes", self.spec.name, patch, subresource="status")
+        self.last_status_write = time.monotonic()
+
+
+class HollowNodes:
+    """The component: registers `specs` and keeps them alive until cancelled."""
+
+    def __init__(self, client: RESTClient, specs: Sequence[NodeSpec], *, seed: int | None = None) -> None:
+        self.client = client
+        self.nodes = [HollowNode(client, s) for s in specs]
+        self._rng = random.Random(seed)
+        self.registered = asyncio.Event()
+
+    async def run(self) -> None:
+        slots = asyncio.Semaphore(REGISTER_CONCURRENCY)
+
+        async def register(node: HollowNode) -> None:
+            async with slots:
+                await node.register()
+
+        await asyncio.gather(*(register(n) for n in self.nodes))
+        log.info("registered %d node(s)", len(self.nodes))
+        self.registered.set()
+        await asyncio.gather(*(self._keep_alive(n) for n in self.nodes))
+
+    async def _keep_alive(self, node: HollowNode) -> None:
+        await asyncio.gather(self._lease_loop(node), self._status_loop(node))
+
+    async def _lease_loop(self, node: HollowNode) -> None:
+        # As upstream's JitterUntil: the first renewal (which creates the Lease) at once, then every ~10 s.
+        failures = 0
+        while True:
+            try:
+                await node.lease.renew()
+                failures = 0
+                await asyncio.sleep(renew_interval(self._rng))
+            except (errors.StatusError, ConnectionError) as err:
+                failures += 1
+                log.warning("failed to renew the lease of node %s: %s", node.spec.name, err)
+                await asyncio.sleep(min(retry_delay(failures), renew_interval(self._rng)))
+
+    async def _status_loop(self, node: HollowNode) -> None:
+        # Registration wrote a full status; the first check comes at a random point of the period, so that
+        # nodes registered together do not compute their statuses together.
+        await asyncio.sleep(self._rng.random() * STATUS_UPDATE_FREQUENCY)
+        while True:
+            try:
+                await node.write_status()
+            except (errors.StatusError, ConnectionError) as err:
+                log.warning("error updating the status of node %s: %s", node.spec.name, err)
+            await asyncio.sleep(STATUS_UPDATE_FREQUENCY * (1 + self._rng.random() * 0.04))

@@ -1,0 +1,116 @@
+"""`pyk8s nodes` against a real `pyk8s apiserver`, seen through the real kubectl: nodes register Ready, their
+Leases are held and renewed, and a process killed and started again takes its nodes back without duplicates,
+restoring only what the kubelet owns."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from pyk8s.testing.cluster import APIServerProcess
+from pyk8s.testing.components import ComponentProcess
+
+
+@pytest.fixture(scope="module")
+def apiserver() -> Iterator[APIServerProcess]:
+    server = APIServerProcess().start()
+    yield server
+    server.cleanup()
+
+
+def kubectl_json(server: APIServerProcess, *args: str) -> Any:
+    out = server.kubectl(*args, "-o", "json", check=True)
+    return json.loads(out.stdout)
+
+
+def wait_for(what: str, check: Callable[[], Any], timeout: float = 30.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        got = check()
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.2)
+
+
+def nodes_with_prefix(server: APIServerProcess, prefix: str) -> dict[str, Any]:
+    items = kubectl_json(server, "get", "nodes")["items"]
+    return {n["metadata"]["name"]: n for n in items if n["metadata"]["name"].startswith(prefix)}
+
+
+def ready(node: dict[str, Any]) -> bool:
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in node["status"].get("conditions") or ())
+
+
+def start_nodes(server: APIServerProcess, prefix: str, *args: str) -> ComponentProcess:
+    proc = ComponentProcess(
+        "nodes", server.kubeconfig, "--count", "3", "--name-prefix", prefix, *args, log_dir=server.dir,
+        secure_port=False,
+    )  # fmt: skip
+    return proc.start()
+
+
+def test_nodes_register_ready_with_leases(apiserver):
+    proc = start_nodes(apiserver, "hn-", "--cpu", "8", "--labels", "team=a", "--taints", "dedicated=x:NoSchedule")
+    try:
+        nodes = wait_for(
+            "3 Ready nodes", lambda: (n := nodes_with_prefix(apiserver, "hn-")) and len(n) == 3
+            and all(map(ready, n.values())) and n,
+        )  # fmt: skip
+        assert sorted(nodes) == ["hn-0", "hn-1", "hn-2"]
+        node = nodes["hn-1"]
+        assert node["metadata"]["labels"]["kubernetes.io/hostname"] == "hn-1"
+        assert node["metadata"]["labels"]["team"] == "a"
+        assert node["spec"]["taints"] == [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}]
+        assert node["status"]["capacity"]["cpu"] == "8" and node["status"]["allocatable"]["memory"] == "32668Mi"
+        assert node["status"]["addresses"][0] == {"type": "InternalIP", "address": "127.0.0.1"}
+        # kubectl's own view of them.
+        table = apiserver.kubectl("get", "nodes", "hn-0", "hn-1", "hn-2", "--no-headers", check=True).stdout
+        assert [line.split()[:2] for line in table.splitlines()] == [[f"hn-{i}", "Ready"] for i in range(3)]
+
+        def leases() -> dict[str, Any]:
+            items = kubectl_json(apiserver, "get", "leases", "-n", "kube-node-lease")["items"]
+            return {ls["metadata"]["name"]: ls for ls in items if ls["metadata"]["name"].startswith("hn-")}
+
+        held = wait_for("3 leases", lambda: (ls := leases()) and len(ls) == 3 and ls)
+        lease = held["hn-1"]
+        assert lease["spec"]["holderIdentity"] == "hn-1" and lease["spec"]["leaseDurationSeconds"] == 40
+        assert lease["metadata"]["ownerReferences"] == [
+            {"apiVersion": "v1", "kind": "Node", "name": "hn-1", "uid": node["metadata"]["uid"]}
+        ]
+        # Renewed about every 10 s.
+        first = lease["spec"]["renewTime"]
+        wait_for("a renewal", lambda: leases()["hn-1"]["spec"]["renewTime"] > first, timeout=25)
+    finally:
+        proc.stop()
+
+
+def test_a_restarted_process_takes_its_nodes_back(apiserver):
+    proc = start_nodes(apiserver, "rn-")
+    try:
+        before = wait_for("3 nodes", lambda: (n := nodes_with_prefix(apiserver, "rn-")) and len(n) == 3 and n)
+        proc.kill()
+        # While it is down, a user labels a node and removes a label the kubelet owns.
+        apiserver.kubectl("label", "node", "rn-0", "owner=me", "kubernetes.io/os-", check=True)
+        proc = start_nodes(apiserver, "rn-")
+
+        def reconciled() -> dict[str, Any] | None:
+            n = nodes_with_prefix(apiserver, "rn-")
+            return n if n["rn-0"]["metadata"]["labels"].get("kubernetes.io/os") == "linux" else None
+
+        after = wait_for("the node reconciled", reconciled)
+        assert sorted(after) == ["rn-0", "rn-1", "rn-2"]
+        assert {k: v["metadata"]["uid"] for k, v in after.items()} == {
+            k: v["metadata"]["uid"] for k, v in before.items()
+        }
+        assert after["rn-0"]["metadata"]["labels"]["owner"] == "me"
+        # The new process reports its own boot, so the node's status is fresh.
+        assert after["rn-0"]["status"]["nodeInfo"]["bootID"] != before["rn-0"]["status"]["nodeInfo"]["bootID"]
+        assert all(map(ready, after.values()))
+    finally:
+        proc.stop()
