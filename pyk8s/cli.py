@@ -185,9 +185,10 @@ def apiserver(data_dir: Path | None, verbosity: int, **kw: object) -> None:
 UP_HELP = """Start a cluster in the foreground until Ctrl-C; state is kept for the next start.
 
 \b
-The API server runs in this process; the controller manager and the scheduler
-run as child processes, and `up` says the cluster is up once each of them
-answers its health check. Their output goes to DATA_DIR/logs/<name>.log (also
+The API server runs in this process; the controller manager, the scheduler and
+the simulated nodes (`--nodes N`, 3 by default: `pyk8s nodes`) run as child
+processes, and `up` says the cluster is up once each of them answers its health
+check. Their output goes to DATA_DIR/logs/<name>.log (also
 shown here with -v 1 or more).
 
 \b
@@ -213,8 +214,16 @@ async def _wait_healthy(components: list[Any], stop: asyncio.Event, status: Any)
 @click.option(
     "--data-dir", type=click.Path(path_type=Path), default=None, help="State directory (default: ~/.local/share/pyk8s)."
 )
+@click.option(
+    "--nodes",
+    "node_count",
+    type=click.IntRange(0),
+    default=3,
+    show_default=True,
+    help="Simulated nodes to run (`pyk8s nodes`), named node-0, node-1, ...; 0 for none.",
+)
 @_with_server_options
-def up(data_dir: Path | None, verbosity: int, **kw: object) -> None:
+def up(data_dir: Path | None, node_count: int, verbosity: int, **kw: object) -> None:
     from rich.console import Console
     from rich.text import Text
 
@@ -249,11 +258,14 @@ def up(data_dir: Path | None, verbosity: int, **kw: object) -> None:
         # collide.
         data = server.options.data_dir
         common = ["--kubeconfig", str(server.kubeconfig_path), "--v", str(verbosity), "--secure-port", "0"]
+        commands: dict[str, list[str]] = {"controller-manager": [], "scheduler": []}
+        if node_count:
+            commands["nodes"] = ["--count", str(node_count)]
         components = [
             SupervisedComponent(
-                name, [name, *common], log_dir=data / "logs", run_dir=data / "run", report=report, echo=echo
+                name, [name, *common, *extra], log_dir=data / "logs", run_dir=data / "run", report=report, echo=echo
             )
-            for name in ("controller-manager", "scheduler")
+            for name, extra in commands.items()
         ]
         for c in components:
             c.start()
@@ -261,12 +273,15 @@ def up(data_dir: Path | None, verbosity: int, **kw: object) -> None:
             with console.status("waiting for the components...") as status:
                 if not await _wait_healthy(components, stop, status):
                     return
-            cm, sched = components
+            cm, sched = components[:2]
             console.print(f"[green]pyk8s is up[/]: API server at {server.url} (data in {data})")
             console.print(
                 f"controller manager (garbage collector, namespace controller): pid {cm.pid}, {cm.health_url}"
             )
             console.print(f"scheduler (default profile): pid {sched.pid}, {sched.health_url}")
+            if node_count:
+                nodes = components[2]
+                console.print(f"{node_count} simulated node(s), node-0...: pid {nodes.pid}, {nodes.health_url}")
             console.print(f"component logs: {data / 'logs'}")
             console.print("Use it with:")
             print(f"export KUBECONFIG={server.kubeconfig_path}", flush=True)

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
+
+from ..component_options import secure_port_options
 
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
@@ -43,14 +47,16 @@ def parse_taints(text: str) -> list[dict[str, str]]:
 @click.option("--labels", default="", help="Extra labels, k=v,... (as the kubelet's --node-labels).")
 @click.option("--taints", default="", help="Taints, k=v:Effect,... (as the kubelet's --register-with-taints).")
 @click.option("--kube-api-qps", type=float, default=-1, show_default=True, help="Client rate limit (-1: none).")
+@secure_port_options(-1)
 @click.option("-v", "--v", "verbosity", default=0, help="Log verbosity (0-4).")
 def nodes(
     kubeconfig: str | None, count: int, name_prefix: str, cpu: str, memory: str, pods: int, labels: str, taints: str,
-    kube_api_qps: float, verbosity: int,
+    kube_api_qps: float, secure_port: int, bind_address: str, port_file: Path | None, verbosity: int,
 ) -> None:  # fmt: skip
     """Run COUNT simulated nodes (hollow kubelets) in this process: each registers its Node, renews its Lease every
     10 s and reports its status, as a v1.32 kubelet does. Several such processes can serve one cluster with
-    different --name-prefix values. Pods bound to these nodes are not run yet."""
+    different --name-prefix values. Pods bound to these nodes are started (ContainerCreating, then Running) and
+    their deletions confirmed; their containers run until the pod is deleted."""
     from ..api.quantity import parse_quantity
     from ..cli import _logging, run_component
     from ..client.kubeconfig import ConfigError, load_config
@@ -72,4 +78,6 @@ def nodes(
         NodeSpec(f"{name_prefix}{i}", cpu=cpu, memory=memory, pods=pods, labels=extra_labels, taints=node_taints)
         for i in range(count)
     ]
-    run_component(client_config, lambda client: HollowNodes(client, specs))
+    run_component(client_config, lambda client: HollowNodes(
+        client, specs, bind_address=bind_address, secure_port=secure_port, port_file=port_file,
+    ))  # fmt: skip

@@ -7,7 +7,7 @@ then keeps each one alive as the kubelet does: its Lease renewed every 10 s (wit
 changed or at least every 5 minutes (upstream nodeStatusReportFrequency), by a strategic-merge PATCH of
 `nodes/<name>/status`. A restarted process re-registers the same nodes: no duplicates, nothing lost.
 
-Pods bound to these nodes are not run yet (the pod lifecycle is the next part of this package).
+The pods bound to these nodes are run by `pod_workers.PodWorkers`, one for the whole process.
 """
 
 from __future__ import annotations
@@ -18,14 +18,17 @@ import random
 import time
 import uuid
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from ..api import errors
 from ..api.meta import rfc3339
 from ..client.flowcontrol import retry_delay
 from ..client.rest import RESTClient
+from ..component_server import ComponentServer
 from .node_lease import NodeLease, renew_interval
 from .node_status import NodeSpec, conditions_changed, initial_node, node_status, reconcile_existing
+from .pod_workers import PodWorkers
 
 log = logging.getLogger(__name__)
 
@@ -39,13 +42,19 @@ REGISTER_CONCURRENCY = 32
 class HollowNode:
     """One simulated kubelet's node-side state: its Node as last written, its Lease, its boot ID."""
 
-    def __init__(self, client: RESTClient, spec: NodeSpec) -> None:
+    def __init__(self, client: RESTClient, spec: NodeSpec, index: int = 0) -> None:
         self.client = client
         self.spec = spec
+        self.index = index  # its place in the process: where its pods' addresses come from
+        self._pods_started = 0
         self.boot_id = str(uuid.uuid4())
         self.node: dict[str, Any] | None = None
         self.lease = NodeLease(client, spec.name, self.uid)
         self.last_status_write = 0.0
+
+    def next_pod_number(self) -> int:
+        self._pods_started += 1
+        return self._pods_started
 
     def uid(self) -> str | None:
         return (self.node or {}).get("metadata", {}).get("uid")
@@ -93,15 +102,40 @@ class HollowNode:
 
 
 class HollowNodes:
-    """The component: registers `specs` and keeps them alive until cancelled."""
+    """The component: registers `specs`, keeps them alive and runs their pods until cancelled. `secure_port`
+    serves /healthz, /livez and /readyz (ready once every node is registered); -1 serves none."""
 
-    def __init__(self, client: RESTClient, specs: Sequence[NodeSpec], *, seed: int | None = None) -> None:
+    def __init__(
+        self,
+        client: RESTClient,
+        specs: Sequence[NodeSpec],
+        *,
+        seed: int | None = None,
+        bind_address: str = "127.0.0.1",
+        secure_port: int = -1,
+        port_file: Path | None = None,
+    ) -> None:
         self.client = client
-        self.nodes = [HollowNode(client, s) for s in specs]
+        self.nodes = [HollowNode(client, s, i) for i, s in enumerate(specs)]
+        self.pods = PodWorkers(client, {n.spec.name: n for n in self.nodes})
         self._rng = random.Random(seed)
         self.registered = asyncio.Event()
+        self.serving = ComponentServer(
+            "nodes", bind_address=bind_address, secure_port=secure_port, port_file=port_file,
+            ready_checks={"nodes-registered": self._all_registered},
+        )  # fmt: skip
+
+    async def _all_registered(self) -> bool:
+        return self.registered.is_set()
 
     async def run(self) -> None:
+        await self.serving.start()
+        try:
+            await self._run()
+        finally:
+            await self.serving.stop()
+
+    async def _run(self) -> None:
         slots = asyncio.Semaphore(REGISTER_CONCURRENCY)
 
         async def register(node: HollowNode) -> None:
@@ -111,7 +145,7 @@ class HollowNodes:
         await asyncio.gather(*(register(n) for n in self.nodes))
         log.info("registered %d node(s)", len(self.nodes))
         self.registered.set()
-        await asyncio.gather(*(self._keep_alive(n) for n in self.nodes))
+        await asyncio.gather(self.pods.run(), *(self._keep_alive(n) for n in self.nodes))
 
     async def _keep_alive(self, node: HollowNode) -> None:
         await asyncio.gather(self._lease_loop(node), self._status_loop(node))

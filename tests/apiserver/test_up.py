@@ -72,7 +72,11 @@ class Up:
     def components(self) -> dict[str, tuple[int, str]]:
         """{name: (pid, health URL)} from the lines `up` prints once the cluster is up."""
         found = {}
-        for name, pattern in (("controller-manager", r"^controller manager \("), ("scheduler", r"^scheduler \(")):
+        for name, pattern in (
+            ("controller-manager", r"^controller manager \("),
+            ("scheduler", r"^scheduler \("),
+            ("nodes", r"^3 simulated node\(s\)"),
+        ):
             m = self.wait_stderr(pattern + r".*: pid (\d+), (https://127\.0\.0\.1:\d+/healthz)$")
             found[name] = (int(m.group(1)), m.group(2))
         return found
@@ -118,23 +122,21 @@ def test_up_serves_stops_on_ctrl_c_and_keeps_state(tmp_path):
         out = kubectl(home, kubeconfig, "delete", "namespace", "doomed", "--timeout=50s")
         assert out.returncode == 0, out.stderr
         assert kubectl(home, kubeconfig, "get", "namespace", "doomed").returncode == 1
-        # And the scheduler: a pod is bound to the only node.
-        node = (
-            "apiVersion: v1\nkind: Node\nmetadata: {name: up-node}\n"
-            "status: {allocatable: {cpu: '2', memory: 4Gi, pods: '10'}, capacity: {cpu: '2', memory: 4Gi, pods: '10'}}\n"
-            "---\napiVersion: v1\nkind: Pod\nmetadata: {name: up-pod, namespace: default}\n"
-            "spec: {containers: [{name: c, image: pause}]}\n"
+        # And the scheduler and the simulated nodes: `kubectl run` ends in a Running pod on one of the three.
+        nodes = kubectl(home, kubeconfig, "get", "nodes", "--no-headers")
+        assert [line.split()[:2] for line in nodes.stdout.splitlines()] == [[f"node-{i}", "Ready"] for i in range(3)], (
+            nodes.stdout + nodes.stderr
         )
-        subprocess.run(
-            [kubectl_binary(), "apply", "-f", "-"], input=node, text=True, env=env, check=True, capture_output=True
-        )
+        out = kubectl(home, kubeconfig, "run", "up-pod", "--image=nginx")
+        assert out.returncode == 0, out.stderr
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
-            got = kubectl(home, kubeconfig, "get", "pod", "up-pod", "-o", "jsonpath={.spec.nodeName}")
-            if got.stdout == "up-node":
+            got = kubectl(home, kubeconfig, "get", "pod", "up-pod", "-o", "jsonpath={.status.phase} {.spec.nodeName}")
+            if got.stdout.startswith("Running "):
                 break
             time.sleep(0.3)
-        assert got.stdout == "up-node", got.stderr
+        phase, node = got.stdout.split(" ")
+        assert phase == "Running" and node in {"node-0", "node-1", "node-2"}, got.stdout + got.stderr
     finally:
         code = up.stop()
     assert code == 0, up.stderr

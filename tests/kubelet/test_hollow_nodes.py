@@ -114,3 +114,51 @@ def test_a_restarted_process_takes_its_nodes_back(apiserver):
         assert all(map(ready, after.values()))
     finally:
         proc.stop()
+
+
+POD = """
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: default}
+spec:
+  nodeName: pn-1
+  initContainers:
+  - {name: setup, image: busybox}
+  - {name: proxy, image: envoyproxy/envoy:v1.31.0, restartPolicy: Always}
+  containers:
+  - {name: app, image: nginx}
+"""
+
+
+def test_a_pod_bound_to_a_node_runs_and_its_deletion_is_confirmed(apiserver):
+    proc = start_nodes(apiserver, "pn-")
+    try:
+        wait_for("3 nodes", lambda: len(nodes_with_prefix(apiserver, "pn-")) == 3)
+        apiserver.kubectl("apply", "-f", "-", input=POD, check=True)
+
+        def running() -> dict[str, Any] | None:
+            pod = kubectl_json(apiserver, "get", "pod", "web")
+            return pod if pod["status"].get("phase") == "Running" else None
+
+        pod = wait_for("the pod Running", running)
+        status = pod["status"]
+        assert status["hostIP"] == "127.0.0.1" and status["podIP"].startswith("10.")
+        assert status["podIPs"] == [{"ip": status["podIP"]}]
+        assert [c["type"] for c in status["conditions"]] == [
+            "PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled",
+        ]  # fmt: skip
+        assert all(c["status"] == "True" for c in status["conditions"])
+        (app,) = status["containerStatuses"]
+        assert app["ready"] and app["started"] and "running" in app["state"]
+        assert app["image"] == "docker.io/library/nginx:latest" and app["containerID"].startswith("containerd://")
+        setup, proxy = status["initContainerStatuses"]
+        assert setup["state"]["terminated"]["reason"] == "Completed" and "running" in proxy["state"]
+        table = apiserver.kubectl("get", "pod", "web", "--no-headers", check=True).stdout.split()
+        assert table[1:3] == ["2/2", "Running"]  # the sidecar counts, as upstream prints it
+        # kubectl delete waits until the node has confirmed the graceful deletion.
+        started = time.monotonic()
+        apiserver.kubectl("delete", "pod", "web", "--timeout=30s", check=True)
+        assert time.monotonic() - started < 25
+        assert apiserver.kubectl("get", "pod", "web").returncode != 0
+    finally:
+        proc.stop()

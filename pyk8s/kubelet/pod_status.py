@@ -1,0 +1,157 @@
+"""The status a simulated kubelet writes for a pod bound to its node, as a v1.32 kubelet's status manager
+would (upstream: pkg/kubelet/kubelet_pods.go generateAPIPodStatus, pkg/kubelet/status).
+
+Two steps for now: `creating_status` (admitted, containers being created: phase Pending, each container waiting
+in ContainerCreating, hostIP and startTime set) and `running_status` (every container started and ready, plain
+init containers completed in order, sidecars running; the pod IP from the node's range). Conditions come in
+upstream's order: PodReadyToStartContainers, Initialized, Ready, ContainersReady, PodScheduled (the scheduler's,
+kept). The simulated containers run until the pod is deleted; exits, restarts and probes come later.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+Pod = Mapping[str, Any]
+
+
+def _condition(
+    type_: str, status: str, now: str, previous: Mapping[str, Mapping[str, Any]], **extra: str
+) -> dict[str, Any]:
+    prev = previous.get(type_)
+    transition = prev.get("lastTransitionTime") if prev and prev.get("status") == status else None
+    return {"type": type_, "status": status, "lastProbeTime": None, "lastTransitionTime": transition or now, **extra}
+
+
+def _conditions(pod: Pod, now: str, *, started: bool, initialized: bool, ready: bool) -> list[dict[str, Any]]:
+    status = pod.get("status") or {}
+    previous: dict[str, Mapping[str, Any]] = {
+        str(c.get("type")): c for c in status.get("conditions") or () if isinstance(c, Mapping)
+    }
+    unready = [c.get("name", "") for c in (pod.get("spec") or {}).get("containers") or ()]
+    not_ready = {"reason": "ContainersNotReady", "message": f"containers with unready status: [{' '.join(unready)}]"}
+    not_initialized = {
+        "reason": "ContainersNotInitialized",
+        "message": f"containers with incomplete status: [{' '.join(_init_names(pod))}]",
+    }
+    out = [
+        _condition("PodReadyToStartContainers", "True" if started else "False", now, previous),
+        _condition(
+            "Initialized", "True" if initialized else "False", now, previous, **({} if initialized else not_initialized)
+        ),
+        _condition("Ready", "True" if ready else "False", now, previous, **({} if ready else not_ready)),
+        _condition("ContainersReady", "True" if ready else "False", now, previous, **({} if ready else not_ready)),
+    ]
+    scheduled = previous.get("PodScheduled")
+    out.append(dict(scheduled) if scheduled else _condition("PodScheduled", "True", now, previous))
+    return out
+
+
+def _init_names(pod: Pod) -> list[str]:
+    return [c.get("name", "") for c in (pod.get("spec") or {}).get("initContainers") or ()]
+
+
+def _image_ref(image: str) -> tuple[str, str]:
+    """The fully qualified image and a digest reference, as a container runtime reports them (Docker's reference
+    normalisation: a bare name is a Docker Hub library image, a first part without '.', ':' or "localhost" is a
+    Docker Hub user, a missing tag is "latest")."""
+    first, sep, _ = image.partition("/")
+    if not sep:
+        name = f"docker.io/library/{image}"
+    elif "." in first or ":" in first or first == "localhost":
+        name = image
+    else:
+        name = f"docker.io/{image}"
+    last = name.rsplit("/", 1)[-1]
+    if ":" not in last and "@" not in last:
+        name += ":latest"
+    repo = name.split("@")[0]
+    if ":" in repo.rsplit("/", 1)[-1]:
+        repo = repo.rsplit(":", 1)[0]
+    digest = hashlib.sha256(name.encode()).hexdigest()
+    return name, f"{repo}@sha256:{digest}"
+
+
+def container_id(pod: Pod, container: str) -> str:
+    """A stable containerd ID for a container of this pod."""
+    uid = (pod.get("metadata") or {}).get("uid", "")
+    return "containerd://" + hashlib.sha256(f"{uid}/{container}".encode()).hexdigest()
+
+
+def creating_status(pod: Pod, host_ip: str, now: str) -> dict[str, Any]:
+    """Admitted to the node; containers being created."""
+    spec = pod.get("spec") or {}
+    status = dict(pod.get("status") or {})
+    inits = spec.get("initContainers") or ()
+    status.update(
+        phase="Pending",
+        conditions=_conditions(pod, now, started=False, initialized=not inits, ready=False),
+        hostIP=host_ip,
+        hostIPs=[{"ip": host_ip}],
+        startTime=status.get("startTime") or now,
+    )
+    waiting = {"waiting": {"reason": "PodInitializing" if inits else "ContainerCreating"}}
+    status["containerStatuses"] = [_waiting(c, waiting) for c in spec.get("containers") or ()]
+    if inits:
+        status["initContainerStatuses"] = [_waiting(c, {"waiting": {"reason": "PodInitializing"}}) for c in inits]
+    return status
+
+
+def _waiting(container: Mapping[str, Any], state: dict[str, Any]) -> dict[str, Any]:
+    image = container.get("image", "")
+    return {
+        "name": container.get("name", ""), "state": state, "lastState": {}, "ready": False, "restartCount": 0,
+        "image": image, "imageID": "", "started": False,
+    }  # fmt: skip
+
+
+def running_status(pod: Pod, host_ip: str, pod_ip: str, now: str) -> dict[str, Any]:
+    """Every container started and ready; plain init containers completed (in order), sidecars running."""
+    spec = pod.get("spec") or {}
+    status = dict(pod.get("status") or {})
+    status.update(
+        phase="Running",
+        conditions=_conditions(pod, now, started=True, initialized=True, ready=True),
+        hostIP=host_ip,
+        hostIPs=[{"ip": host_ip}],
+        podIP=pod_ip,
+        podIPs=[{"ip": pod_ip}],
+        startTime=status.get("startTime") or now,
+    )
+    status["containerStatuses"] = [_running(pod, c, now) for c in spec.get("containers") or ()]
+    inits: Sequence[Mapping[str, Any]] = spec.get("initContainers") or ()
+    if inits:
+        status["initContainerStatuses"] = [
+            _running(pod, c, now) if c.get("restartPolicy") == "Always" else _completed(pod, c, now) for c in inits
+        ]
+    return status
+
+
+def _running(pod: Pod, container: Mapping[str, Any], now: str) -> dict[str, Any]:
+    image, image_id = _image_ref(container.get("image", ""))
+    name = container.get("name", "")
+    return {
+        "name": name, "state": {"running": {"startedAt": now}}, "lastState": {}, "ready": True, "restartCount": 0,
+        "image": image, "imageID": image_id, "containerID": container_id(pod, name), "started": True,
+    }  # fmt: skip
+
+
+def _completed(pod: Pod, container: Mapping[str, Any], now: str) -> dict[str, Any]:
+    image, image_id = _image_ref(container.get("image", ""))
+    name = container.get("name", "")
+    cid = container_id(pod, name)
+    return {
+        "name": name,
+        "state": {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": now, "finishedAt": now,
+                                 "containerID": cid}},
+        "lastState": {}, "ready": True, "restartCount": 0, "image": image, "imageID": image_id, "containerID": cid,
+        "started": False,
+    }  # fmt: skip
+
+
+def pod_ip(node_index: int, pod_number: int) -> str:
+    """An address for the `pod_number`th pod of the `node_index`th node, from 10.244.0.0/16 per node as a
+    /24 would give it. Data only: nothing connects to pod IPs."""
+    return f"10.{244 + (node_index // 256) % 12}.{node_index % 256}.{pod_number % 254 + 1}"

@@ -1,0 +1,114 @@
+"""The pod side of the simulated kubelets: every pod bound to one of this process's nodes is started, and every
+such pod being deleted is confirmed gone (upstream: pkg/kubelet/pod_workers.go, the status manager).
+
+One informer serves all the process's nodes: a watch of the pods bound to any node (`spec.nodeName!=`),
+filtered here by node name, rather than one watch per node. A pod of ours goes through a work queue to one of
+`workers` tasks, which writes its status as the kubelet would (`pod_status`): ContainerCreating first, then
+Running. A pod with a deletionTimestamp has its containers stopped and is deleted with grace period 0 and its
+UID as precondition: the confirmation kube-apiserver waits for before the pod disappears.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..api import errors
+from ..api.meta import rfc3339
+from ..client.cache.factory import SharedInformerFactory
+from ..client.cache.indexer import meta_namespace_key
+from ..client.cache.shared_informer import drop_managed_fields
+from ..client.rest import RESTClient
+from ..client.workqueue import RateLimitingQueue, ShutDown
+from .pod_status import creating_status, pod_ip, running_status
+
+if TYPE_CHECKING:
+    from .hollow_nodes import HollowNode
+
+log = logging.getLogger(__name__)
+
+POD_WORKERS = 16
+_TERMINAL = ("Succeeded", "Failed")
+
+
+class PodWorkers:
+    """Runs the pods bound to `nodes` (by node name) through `client`."""
+
+    def __init__(self, client: RESTClient, nodes: Mapping[str, HollowNode], *, workers: int = POD_WORKERS) -> None:
+        self.client = client
+        self.nodes = nodes
+        self.workers = workers
+        self.factory = SharedInformerFactory(client, transform=drop_managed_fields)
+        self.informer = self.factory.informer_for("pods", field_selector="spec.nodeName!=")
+        self.queue: RateLimitingQueue[str] = RateLimitingQueue(name="pods")
+        self.informer.add_event_handler(
+            on_add=lambda pod, _initial: self._enqueue(pod), on_update=lambda _old, pod: self._enqueue(pod)
+        )
+
+    def _enqueue(self, pod: Mapping[str, Any]) -> None:
+        if (pod.get("spec") or {}).get("nodeName") in self.nodes:
+            self.queue.add(meta_namespace_key(pod))
+
+    async def run(self) -> None:
+        self.factory.start()
+        try:
+            await self.factory.wait_for_cache_sync()
+            await asyncio.gather(*(self._worker() for _ in range(self.workers)))
+        finally:
+            self.queue.shut_down()
+            await self.factory.shutdown()
+
+    async def _worker(self) -> None:
+        while True:
+            try:
+                key = await self.queue.get()
+            except ShutDown:
+                return
+            try:
+                await self.sync(key)
+                self.queue.forget(key)
+            except (errors.StatusError, ConnectionError) as err:
+                log.warning("syncing pod %s: %s", key, err)
+                self.queue.add_rate_limited(key)
+            except Exception:
+                log.exception("syncing pod %s failed", key)
+                self.queue.add_rate_limited(key)
+            finally:
+                self.queue.done(key)
+
+    async def sync(self, key: str) -> None:
+        """Bring the pod `key` one step closer to what its node would make of it."""
+        pod = self.informer.indexer.get_by_key(key)
+        if pod is None:
+            return
+        node = self.nodes.get((pod.get("spec") or {}).get("nodeName") or "")
+        if node is None:
+            return
+        md = pod["metadata"]
+        status = pod.get("status") or {}
+        if md.get("deletionTimestamp"):
+            # The containers are stopped at once (nothing runs); then the node confirms the deletion.
+            try:
+                await self.client.delete(
+                    "pods", md["name"], md.get("namespace"), grace_period_seconds=0, preconditions={"uid": md["uid"]}
+                )
+            except (errors.NotFound, errors.Conflict):
+                pass  # gone already, or a new pod of the same name: not ours to delete
+            return
+        if status.get("phase") in _TERMINAL or status.get("phase") == "Running":
+            return
+        host_ip = node.spec.address
+        now = rfc3339()
+        await self._write_status(pod, creating_status(pod, host_ip, now))
+        ip = pod_ip(node.index, node.next_pod_number())
+        await self._write_status(pod, running_status(pod, host_ip, ip, rfc3339()))
+
+    async def _write_status(self, pod: Mapping[str, Any], status: dict[str, Any]) -> None:
+        md = pod["metadata"]
+        # A merge patch replaces the lists (conditions, container statuses) whole, as the status manager's does.
+        patch = {"status": status}
+        await self.client.patch(
+            "pods", md["name"], patch, md.get("namespace"), patch_type="merge", subresource="status"
+        )
