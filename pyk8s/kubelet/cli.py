@@ -47,11 +47,17 @@ def parse_taints(text: str) -> list[dict[str, str]]:
 @click.option("--labels", default="", help="Extra labels, k=v,... (as the kubelet's --node-labels).")
 @click.option("--taints", default="", help="Taints, k=v:Effect,... (as the kubelet's --register-with-taints).")
 @click.option("--kube-api-qps", type=float, default=-1, show_default=True, help="Client rate limit (-1: none).")
+@click.option(
+    "--events/--no-events",
+    default=True,
+    show_default=True,
+    help="Write the kubelet's pod events (Pulled, Created, Started, Killing); off for density runs.",
+)
 @secure_port_options(-1)
 @click.option("-v", "--v", "verbosity", default=0, help="Log verbosity (0-4).")
 def nodes(
     kubeconfig: str | None, count: int, name_prefix: str, cpu: str, memory: str, pods: int, labels: str, taints: str,
-    kube_api_qps: float, secure_port: int, bind_address: str, port_file: Path | None, verbosity: int,
+    kube_api_qps: float, events: bool, secure_port: int, bind_address: str, port_file: Path | None, verbosity: int,
 ) -> None:  # fmt: skip
     """Run COUNT simulated nodes (hollow kubelets) in this process: each registers its Node, renews its Lease every
     10 s and reports its status, as a v1.32 kubelet does. Several such processes can serve one cluster with
@@ -79,5 +85,5 @@ def nodes(
         for i in range(count)
     ]
     run_component(client_config, lambda client: HollowNodes(
-        client, specs, bind_address=bind_address, secure_port=secure_port, port_file=port_file,
+        client, specs, events=events, bind_address=bind_address, secure_port=secure_port, port_file=port_file,
     ))  # fmt: skip

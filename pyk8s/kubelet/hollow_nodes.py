@@ -111,13 +111,14 @@ class HollowNodes:
         specs: Sequence[NodeSpec],
         *,
         seed: int | None = None,
+        events: bool = True,
         bind_address: str = "127.0.0.1",
         secure_port: int = -1,
         port_file: Path | None = None,
     ) -> None:
         self.client = client
         self.nodes = [HollowNode(client, s, i) for i, s in enumerate(specs)]
-        self.pods = PodWorkers(client, {n.spec.name: n for n in self.nodes})
+        self.pods = PodWorkers(client, {n.spec.name: n for n in self.nodes}, events=events)
         self._rng = random.Random(seed)
         self.registered = asyncio.Event()
         self.serving = ComponentServer(

@@ -155,10 +155,27 @@ def test_a_pod_bound_to_a_node_runs_and_its_deletion_is_confirmed(apiserver):
         assert setup["state"]["terminated"]["reason"] == "Completed" and "running" in proxy["state"]
         table = apiserver.kubectl("get", "pod", "web", "--no-headers", check=True).stdout.split()
         assert table[1:3] == ["2/2", "Running"]  # the sidecar counts, as upstream prints it
+
+        # The kubelet's events, as `kubectl describe pod` lists them.
+        def events() -> list[tuple[str, str, str]]:
+            items = kubectl_json(apiserver, "get", "events", "--field-selector", "involvedObject.name=web")["items"]
+            return [(e["involvedObject"].get("fieldPath", ""), e["reason"], e["message"]) for e in items
+                    if e["source"].get("component") == "kubelet"]  # fmt: skip
+
+        got = wait_for("the kubelet's events", lambda: (ev := events()) and len(ev) >= 9 and ev)
+        assert ("spec.containers{app}", "Pulling", 'Pulling image "nginx"') in got
+        assert ("spec.containers{app}", "Created", "Created container: app") in got
+        assert ("spec.containers{app}", "Started", "Started container app") in got
+        assert ("spec.initContainers{setup}", "Started", "Started container setup") in got
+        assert all(e["source"].get("host") == "pn-1" for e in kubectl_json(
+            apiserver, "get", "events", "--field-selector", "involvedObject.name=web,source=kubelet")["items"])  # fmt: skip
         # kubectl delete waits until the node has confirmed the graceful deletion.
         started = time.monotonic()
         apiserver.kubectl("delete", "pod", "web", "--timeout=30s", check=True)
         assert time.monotonic() - started < 25
         assert apiserver.kubectl("get", "pod", "web").returncode != 0
+        killing = wait_for("Killing events", lambda: {(p, m) for p, r, m in events() if r == "Killing"})
+        assert killing == {("spec.containers{app}", "Stopping container app"),
+                           ("spec.initContainers{proxy}", "Stopping container proxy")}  # fmt: skip
     finally:
         proc.stop()
