@@ -29,6 +29,7 @@ from ..client.cache.shared_informer import drop_managed_fields
 from ..client.events import CoreEventRecorder, EventBroadcaster
 from ..client.rest import RESTClient
 from ..client.workqueue import RateLimitingQueue, ShutDown
+from .admission import admit
 from .pod_status import creating_status, pod_ip, running_status
 
 if TYPE_CHECKING:
@@ -56,8 +57,23 @@ class PodWorkers:
         self.informer = self.factory.informer_for("pods", field_selector="spec.nodeName!=")
         self.queue: RateLimitingQueue[str] = RateLimitingQueue(name="pods")
         self.informer.add_event_handler(
-            on_add=lambda pod, _initial: self._enqueue(pod), on_update=lambda _old, pod: self._enqueue(pod)
+            on_add=lambda pod, _initial: self._enqueue(pod),
+            on_update=lambda _old, pod: self._enqueue(pod),
+            on_delete=self._forget,
         )
+        # Per node, the pods its kubelet admitted and has not seen end: what a new pod must fit beside.
+        self._admitted: dict[str, dict[str, Mapping[str, Any]]] = {name: {} for name in nodes}
+        # Pods whose containers this process started: the informer may still hand over an older state of such a
+        # pod (its own ContainerCreating write), which must not start it a second time.
+        self._started: set[str] = set()
+
+    def _forget(self, pod: Any) -> None:
+        obj = getattr(pod, "obj", pod)  # a tombstone carries the last state it knew
+        if isinstance(obj, Mapping):
+            node = (obj.get("spec") or {}).get("nodeName") or ""
+            key = meta_namespace_key(obj)
+            self._admitted.get(node, {}).pop(key, None)
+            self._started.discard(key)
 
     def _enqueue(self, pod: Mapping[str, Any]) -> None:
         if (pod.get("spec") or {}).get("nodeName") in self.nodes:
@@ -142,7 +158,7 @@ class PodWorkers:
         status = pod.get("status") or {}
         if md.get("deletionTimestamp"):
             # The containers are stopped at once (nothing runs); then the node confirms the deletion.
-            if status.get("phase") == "Running":
+            if status.get("phase") == "Running" or key in self._started:
                 for path, c in self._containers(pod):
                     if path.startswith("spec.containers") or c.get("restartPolicy") == "Always":
                         self._event(
@@ -154,14 +170,38 @@ class PodWorkers:
                 )
             except (errors.NotFound, errors.Conflict):
                 pass  # gone already, or a new pod of the same name: not ours to delete
+            self._admitted[node.spec.name].pop(key, None)
+            self._started.discard(key)
             return
-        if status.get("phase") in _TERMINAL or status.get("phase") == "Running":
+        admitted = self._admitted[node.spec.name]
+        phase = status.get("phase")
+        if phase in _TERMINAL:
+            admitted.pop(key, None)
+            self._started.discard(key)
             return
-        host_ip = node.spec.address
-        now = rfc3339()
-        await self._write_status(pod, creating_status(pod, host_ip, now))
-        ip = pod_ip(node.index, node.next_pod_number())
-        await self._write_status(pod, running_status(pod, host_ip, ip, rfc3339()))
+        if phase == "Running" or key in self._started:
+            admitted[key] = pod  # started by us, or by this node's previous process
+            return
+        if key not in admitted:
+            # Checked and recorded with no await in between, so two pods cannot both take the last room.
+            rejection = admit(pod, node.node or {}, admitted.values())
+            if rejection is not None:
+                reason, message = rejection
+                self._event(node.spec.name, pod, "", "Warning", reason, message)
+                await self._write_status(
+                    pod, {"phase": "Failed", "reason": reason, "message": f"Pod was rejected: {message}"}
+                )
+                return
+            admitted[key] = pod
+        self._started.add(key)
+        try:
+            host_ip = node.spec.address
+            await self._write_status(pod, creating_status(pod, host_ip, rfc3339()))
+            ip = pod_ip(node.index, node.next_pod_number())
+            await self._write_status(pod, running_status(pod, host_ip, ip, rfc3339()))
+        except BaseException:
+            self._started.discard(key)  # to be tried again from the start
+            raise
         self._started_events(node.spec.name, pod)
 
     async def _write_status(self, pod: Mapping[str, Any], status: dict[str, Any]) -> None:

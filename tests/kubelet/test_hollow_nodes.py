@@ -27,7 +27,7 @@ def kubectl_json(server: APIServerProcess, *args: str) -> Any:
     return json.loads(out.stdout)
 
 
-def wait_for(what: str, check: Callable[[], Any], timeout: float = 30.0) -> Any:
+def wait_for(what: str, check: Callable[[], Any], timeout: float = 60.0) -> Any:
     deadline = time.monotonic() + timeout
     while True:
         got = check()
@@ -167,6 +167,8 @@ def test_a_pod_bound_to_a_node_runs_and_its_deletion_is_confirmed(apiserver):
         assert ("spec.containers{app}", "Created", "Created container: app") in got
         assert ("spec.containers{app}", "Started", "Started container app") in got
         assert ("spec.initContainers{setup}", "Started", "Started container setup") in got
+        # Started once: the node's own ContainerCreating write, seen again, does not start the pod a second time.
+        assert not [e for e in got if "already present" in e[2]]
         assert all(e["source"].get("host") == "pn-1" for e in kubectl_json(
             apiserver, "get", "events", "--field-selector", "involvedObject.name=web,source=kubelet")["items"])  # fmt: skip
         # kubectl delete waits until the node has confirmed the graceful deletion.
@@ -177,5 +179,31 @@ def test_a_pod_bound_to_a_node_runs_and_its_deletion_is_confirmed(apiserver):
         killing = wait_for("Killing events", lambda: {(p, m) for p, r, m in events() if r == "Killing"})
         assert killing == {("spec.containers{app}", "Stopping container app"),
                            ("spec.initContainers{proxy}", "Stopping container proxy")}  # fmt: skip
+    finally:
+        proc.stop()
+
+
+def test_a_pod_that_no_longer_fits_is_rejected_by_the_node(apiserver):
+    proc = start_nodes(apiserver, "an-", "--cpu", "1")
+    try:
+        wait_for("3 nodes", lambda: len(nodes_with_prefix(apiserver, "an-")) == 3)
+        big = (
+            POD.replace("name: web", "name: big")
+            .replace("pn-1", "an-0")
+            .replace("- {name: app, image: nginx}", "- {name: app, image: nginx, resources: {requests: {cpu: '2'}}}")
+        )
+        apiserver.kubectl("apply", "-f", "-", input=big, check=True)
+
+        def failed() -> dict[str, Any] | None:
+            pod = kubectl_json(apiserver, "get", "pod", "big")
+            return pod if pod["status"].get("phase") == "Failed" else None
+
+        status = wait_for("the pod rejected", failed)["status"]
+        assert status["reason"] == "OutOfcpu"
+        assert status["message"] == (
+            "Pod was rejected: Node didn't have enough resource: cpu, requested: 2000, used: 0, capacity: 1000"
+        )
+        assert "containerStatuses" not in status  # no container was created
+        apiserver.kubectl("delete", "pod", "big", "--timeout=30s", check=True)
     finally:
         proc.stop()
