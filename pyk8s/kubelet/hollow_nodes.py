@@ -27,7 +27,14 @@ from ..client.flowcontrol import retry_delay
 from ..client.rest import RESTClient
 from ..component_server import ComponentServer
 from .node_lease import NodeLease, renew_interval
-from .node_status import NodeSpec, conditions_changed, initial_node, node_status, reconcile_existing
+from .node_status import (
+    NodeSpec,
+    conditions_changed,
+    healthy_conditions,
+    initial_node,
+    node_status,
+    reconcile_existing,
+)
 from .pod_workers import PodWorkers
 
 log = logging.getLogger(__name__)
@@ -48,6 +55,7 @@ class HollowNode:
         self.index = index  # its place in the process: where its pods' addresses come from
         self._pods_started = 0
         self.boot_id = str(uuid.uuid4())
+        self._node_info: dict[str, Any] | None = None  # fixed for the process's life: built once
         self.node: dict[str, Any] | None = None
         self.lease = NodeLease(client, spec.name, self.uid)
         self.last_status_write = 0.0
@@ -92,11 +100,14 @@ class HollowNode:
         up (upstream tryUpdateNodeStatus)."""
         assert self.node is not None
         old = (self.node.get("status") or {}).get("conditions") or []
-        status = node_status(self.spec, rfc3339(), old, boot_id=self.boot_id)
+        # Every node checks every 10 s: only the conditions can change, so only they are computed each time.
+        conditions = healthy_conditions(rfc3339(), old)
         due = time.monotonic() - self.last_status_write >= STATUS_REPORT_FREQUENCY
-        if not (force or due or conditions_changed(old, status["conditions"])):
+        if not (force or due or conditions_changed(old, conditions)):
             return
-        patch = {"status": {"conditions": status["conditions"], "nodeInfo": status["nodeInfo"]}}
+        if self._node_info is None:
+            self._node_info = node_status(self.spec, rfc3339(), boot_id=self.boot_id)["nodeInfo"]
+        patch = {"status": {"conditions": conditions, "nodeInfo": self._node_info}}
         self.node = await self.client.patch("nodes", self.spec.name, patch, subresource="status")
         self.last_status_write = time.monotonic()
 
