@@ -27,6 +27,7 @@ its start plus its run time.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Mapping
@@ -92,6 +93,13 @@ class _Container:
     last: dict[str, Any] | None = None  # lastState.terminated
     entry: int | None = None  # the back-off that the next exit would wait (None: restart at once)
     wait: int = 0  # backoff: the wait before the restart
+    startup_delay: int = 0
+    readiness_delay: int = 0
+
+    def __post_init__(self) -> None:
+        if self.kind in ("app", "sidecar"):
+            self.startup_delay = _probe_delay(self.spec, "startupProbe")
+            self.readiness_delay = _probe_delay(self.spec, "readinessProbe")
 
     @property
     def name(self) -> str:
@@ -106,11 +114,6 @@ class _Container:
             return "OnFailure"
         return pod_policy
 
-    def _probe_delay(self, probe: str) -> int:
-        p = self.spec.get(probe)
-        delay = p.get("initialDelaySeconds", 0) if isinstance(p, Mapping) else 0
-        return delay if isinstance(delay, int) and not isinstance(delay, bool) and delay > 0 else 0
-
     def finish_time(self) -> float | None:
         if self.state != "running" or self.started_at is None:
             return None
@@ -124,14 +127,14 @@ class _Container:
     def started_time(self) -> float | None:
         if self.state != "running" or self.started_at is None:
             return None
-        return self.started_at + (self._probe_delay("startupProbe") if self.kind in ("app", "sidecar") else 0)
+        return self.started_at + self.startup_delay
 
     def ready_time(self) -> float | None:
         started = self.started_time()
         if started is None or self.kind == "ephemeral":
             return None
         assert self.started_at is not None
-        return max(started, self.started_at + self._probe_delay("readinessProbe") + self.model.ready_seconds)
+        return max(started, self.started_at + self.readiness_delay + self.model.ready_seconds)
 
     def started(self, t: float) -> bool:
         s = self.started_time()
@@ -151,16 +154,31 @@ class _Container:
 
 
 def rfc3339(seconds: float) -> str:
-    return format_utc(math.floor(seconds))
+    return _format(math.floor(seconds))
+
+
+# Pods started together share their timestamps: each is formatted and parsed once.
+@functools.lru_cache(maxsize=4096)
+def _format(seconds: int) -> str:
+    return format_utc(seconds)
 
 
 def _seconds(value: Any) -> int | None:
-    if not isinstance(value, str):
-        return None
+    return _parse(value) if isinstance(value, str) else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse(value: str) -> int | None:
     try:
         return parse(value)[0]
     except ValueError:
         return None
+
+
+def _probe_delay(spec: Mapping[str, Any], probe: str) -> int:
+    p = spec.get(probe)
+    delay = p.get("initialDelaySeconds", 0) if isinstance(p, dict) else 0
+    return delay if isinstance(delay, int) and not isinstance(delay, bool) and delay > 0 else 0
 
 
 def _snap_backoff(gap: float) -> int:
@@ -183,10 +201,10 @@ def _read(c: _Container, old: Mapping[str, Any] | None) -> None:
         return
     state = old.get("state") or {}
     last = (old.get("lastState") or {}).get("terminated")
-    c.last = dict(last) if isinstance(last, Mapping) else None
+    c.last = dict(last) if isinstance(last, dict) else None
     restarts = old.get("restartCount", 0)
     c.restarts = restarts if isinstance(restarts, int) and restarts >= 0 else 0
-    if isinstance(state.get("running"), Mapping):
+    if isinstance(state.get("running"), dict):
         c.state = "running"
         c.started_at = _seconds(state["running"].get("startedAt"))
         if c.started_at is None:
@@ -195,7 +213,7 @@ def _read(c: _Container, old: Mapping[str, Any] | None) -> None:
         prev_finish = _seconds(c.last.get("finishedAt")) if c.last else None
         if c.restarts and prev_finish is not None:
             c.entry = _next_entry(_snap_backoff(c.started_at - prev_finish))
-    elif isinstance(state.get("terminated"), Mapping):
+    elif isinstance(state.get("terminated"), dict):
         t = state["terminated"]
         c.state = "terminated"
         c.started_at = _seconds(t.get("startedAt"))
@@ -231,9 +249,9 @@ def _containers(pod: Pod) -> list[_Container]:
         ("app", "containers", "containerStatuses"),
         ("ephemeral", "ephemeralContainers", "ephemeralContainerStatuses"),
     ):
-        olds = {s.get("name"): s for s in status.get(status_key) or () if isinstance(s, Mapping)}
+        olds = {s.get("name"): s for s in status.get(status_key) or () if isinstance(s, dict)}
         for c in spec.get(key) or ():
-            if not isinstance(c, Mapping):
+            if not isinstance(c, dict):
                 continue
             kind = "sidecar" if kind_list == "init" and c.get("restartPolicy") == "Always" else kind_list
             rec = _Container(c, kind, f"spec.{key}{{{c.get('name', '')}}}", behaviour(pod, c))

@@ -22,7 +22,7 @@ def get_phase(spec: Mapping[str, Any], statuses: Mapping[str, Mapping[str, Any]]
 
     def last_exit(s: Mapping[str, Any]) -> int | None:
         t = (s.get("lastState") or {}).get("terminated")
-        return int(t.get("exitCode") or 0) if isinstance(t, Mapping) else None
+        return int(t.get("exitCode") or 0) if isinstance(t, dict) else None
 
     for c in inits:
         s = statuses.get(c.get("name", ""))
@@ -95,7 +95,7 @@ def pod_conditions(
 ) -> list[dict[str, Any]]:
     """The kubelet's conditions after any it does not own, in its order (upstream status/generate.go)."""
     spec = pod.get("spec") or {}
-    old = [c for c in (pod.get("status") or {}).get("conditions") or () if isinstance(c, Mapping)]
+    old = [c for c in (pod.get("status") or {}).get("conditions") or () if isinstance(c, dict)]
     previous = {str(c.get("type")): c for c in old}
     out: list[dict[str, Any]] = [dict(c) for c in old if c.get("type") not in KUBELET_CONDITIONS]
     inits: Sequence[Mapping[str, Any]] = spec.get("initContainers") or ()
@@ -155,7 +155,7 @@ def pod_conditions(
     if ready["status"] == "True":
         gate_msgs = []
         for gate in spec.get("readinessGates") or ():
-            ctype = gate.get("conditionType", "") if isinstance(gate, Mapping) else ""
+            ctype = gate.get("conditionType", "") if isinstance(gate, dict) else ""
             gate = previous.get(ctype)
             if gate is None:
                 gate_msgs.append(f'corresponding condition of pod readiness gate "{ctype}" does not exist.')
