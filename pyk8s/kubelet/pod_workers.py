@@ -137,7 +137,7 @@ class PodWorkers:
         for a in actions:
             path, image, name = a.field_path, a.image, a.name
             if a.kind == "start":
-                if image in pulled:
+                if image in pulled or a.restart:  # a restarted container's image is on the node, whoever pulled it
                     self._event(
                         node, pod, path, "Normal", "Pulled", f'Container image "{image}" already present on machine'
                     )
