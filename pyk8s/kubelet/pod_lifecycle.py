@@ -416,6 +416,8 @@ class _Run:
 def needs_pod_ip(pod: Pod) -> bool:
     """Whether this sync creates the pod's sandbox, which takes an address from the node."""
     status = pod.get("status") or {}
+    if (pod.get("spec") or {}).get("hostNetwork"):
+        return False  # the node's own address
     return bool(status.get("startTime")) and not status.get("podIP") and status.get("phase") not in TERMINAL
 
 
@@ -432,7 +434,7 @@ def sync_pod(pod: Pod, now: float, host_ip: str, pod_ip: str | None = None) -> P
     run = _Run(pod, containers, now)
     next_at = run.run()
     status = dict(old)
-    ip = old.get("podIP") or pod_ip
+    ip = old.get("podIP") or (host_ip if (pod.get("spec") or {}).get("hostNetwork") else pod_ip)
     if ip:
         status.update(podIP=ip, podIPs=[{"ip": ip}])
     status.update(hostIP=host_ip, hostIPs=[{"ip": host_ip}])

@@ -115,6 +115,13 @@ def test_a_container_that_runs_until_deleted_takes_two_writes_then_nothing() -> 
     assert again.status == status and again.next_at is None and not again.actions
 
 
+def test_a_host_network_pod_has_the_node_address() -> None:
+    k = Kubelet(make_pod(c("app", "nginx"), hostNetwork=True))
+    k.sync()
+    assert not needs_pod_ip(k.pod)
+    assert k.sync().status["podIPs"] == [{"ip": HOST}]
+
+
 @pytest.mark.parametrize(
     ("command", "policy", "phase", "code", "reason"),
     [
