@@ -87,7 +87,7 @@ def test_a_failing_container_restarts_with_back_off(cluster):
 
     def restarted_twice() -> dict[str, Any] | None:
         (app,) = get(server, "crash")["status"].get("containerStatuses") or [{}]
-        seen.update((app.get("state") or {}).get("waiting", {}).get("reason", "") for _ in [0])
+        seen.add((app.get("state") or {}).get("waiting", {}).get("reason", ""))
         return app if app.get("restartCount", 0) >= 2 else None
 
     app = wait_for("two restarts", restarted_twice, timeout=40)
