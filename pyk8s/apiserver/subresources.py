@@ -1,6 +1,7 @@
 """Subresources other than `status`: `scale` (autoscaling/v1 Scale over a workload's replicas),
-`pods/binding` and the `bindings` resource (assign a pod to a node), `pods/eviction` (a graceful delete)
-and `namespaces/finalize` (upstream: the registries' scale, binding, eviction and finalize REST objects)."""
+`pods/binding` and the `bindings` resource (assign a pod to a node), `pods/eviction` (a graceful delete),
+`pods/ephemeralcontainers` (the pod, written through registry/pod_ephemeral_containers.py) and
+`namespaces/finalize` (upstream: the registries' scale, binding, eviction and finalize REST objects)."""
 
 from __future__ import annotations
 
@@ -77,8 +78,14 @@ class Subresources:
             return await self.binding(request, r.info, ctx)
         if sub == "eviction":
             return await self.eviction(request, r, ctx)
-        if sub == "ephemeralcontainers" and r.info.verb == "get":
-            return await self.handlers.get(request, r)
+        if sub == "ephemeralcontainers":
+            # The pod itself, of which a write changes spec.ephemeralContainers only (the pod strategy's).
+            if r.info.verb == "get":
+                return await self.handlers.get(request, r)
+            if r.info.verb == "update":
+                return await self.handlers.update(request, r, ctx)
+            if r.info.verb == "patch":
+                return await self.handlers.patch(request, r, ctx)
         if sub == "finalize" and r.info.verb == "update":
             return await self.handlers.update(request, r, ctx)
         raise errors.method_not_supported(f"{r.served.plural}/{sub}", r.info.verb, r.served.group)

@@ -1,17 +1,17 @@
 """The status a simulated kubelet writes for a pod bound to its node, as a v1.32 kubelet's status manager
 would (upstream: pkg/kubelet/kubelet_pods.go generateAPIPodStatus, pkg/kubelet/status).
 
-Two steps for now: `creating_status` (admitted, containers being created: phase Pending, each container waiting
-in ContainerCreating, hostIP and startTime set) and `running_status` (every container started and ready, plain
-init containers completed in order, sidecars running; the pod IP from the node's range). Conditions come in
-upstream's order: PodReadyToStartContainers, Initialized, Ready, ContainersReady, PodScheduled (the scheduler's,
-kept). The simulated containers run until the pod is deleted; exits, restarts and probes come later.
+The first step is here: `creating_status` (admitted, containers being created: phase Pending, each container
+waiting in ContainerCreating, hostIP and startTime set); `pod_lifecycle` takes the pod on from there. Also the
+pieces every status shares: conditions that keep their transition time, the runtime's image references,
+container IDs and pod IPs. Conditions come in upstream's order: PodReadyToStartContainers, Initialized, Ready,
+ContainersReady, PodScheduled (the scheduler's, kept).
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 Pod = Mapping[str, Any]
@@ -74,10 +74,11 @@ def _image_ref(image: str) -> tuple[str, str]:
     return name, f"{repo}@sha256:{digest}"
 
 
-def container_id(pod: Pod, container: str) -> str:
-    """A stable containerd ID for a container of this pod."""
+def container_id(pod: Pod, container: str, restart_count: int = 0) -> str:
+    """A stable containerd ID for an instance of a container of this pod (each restart is a new container)."""
     uid = (pod.get("metadata") or {}).get("uid", "")
-    return "containerd://" + hashlib.sha256(f"{uid}/{container}".encode()).hexdigest()
+    instance = f"{uid}/{container}" + (f"/{restart_count}" if restart_count else "")
+    return "containerd://" + hashlib.sha256(instance.encode()).hexdigest()
 
 
 def creating_status(pod: Pod, host_ip: str, now: str) -> dict[str, Any]:
@@ -104,50 +105,6 @@ def _waiting(container: Mapping[str, Any], state: dict[str, Any]) -> dict[str, A
     return {
         "name": container.get("name", ""), "state": state, "lastState": {}, "ready": False, "restartCount": 0,
         "image": image, "imageID": "", "started": False,
-    }  # fmt: skip
-
-
-def running_status(pod: Pod, host_ip: str, pod_ip: str, now: str) -> dict[str, Any]:
-    """Every container started and ready; plain init containers completed (in order), sidecars running."""
-    spec = pod.get("spec") or {}
-    status = dict(pod.get("status") or {})
-    status.update(
-        phase="Running",
-        conditions=_conditions(pod, now, started=True, initialized=True, ready=True),
-        hostIP=host_ip,
-        hostIPs=[{"ip": host_ip}],
-        podIP=pod_ip,
-        podIPs=[{"ip": pod_ip}],
-        startTime=status.get("startTime") or now,
-    )
-    status["containerStatuses"] = [_running(pod, c, now) for c in spec.get("containers") or ()]
-    inits: Sequence[Mapping[str, Any]] = spec.get("initContainers") or ()
-    if inits:
-        status["initContainerStatuses"] = [
-            _running(pod, c, now) if c.get("restartPolicy") == "Always" else _completed(pod, c, now) for c in inits
-        ]
-    return status
-
-
-def _running(pod: Pod, container: Mapping[str, Any], now: str) -> dict[str, Any]:
-    image, image_id = _image_ref(container.get("image", ""))
-    name = container.get("name", "")
-    return {
-        "name": name, "state": {"running": {"startedAt": now}}, "lastState": {}, "ready": True, "restartCount": 0,
-        "image": image, "imageID": image_id, "containerID": container_id(pod, name), "started": True,
-    }  # fmt: skip
-
-
-def _completed(pod: Pod, container: Mapping[str, Any], now: str) -> dict[str, Any]:
-    image, image_id = _image_ref(container.get("image", ""))
-    name = container.get("name", "")
-    cid = container_id(pod, name)
-    return {
-        "name": name,
-        "state": {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": now, "finishedAt": now,
-                                 "containerID": cid}},
-        "lastState": {}, "ready": True, "restartCount": 0, "image": image, "imageID": image_id, "containerID": cid,
-        "started": False,
     }  # fmt: skip
 
 

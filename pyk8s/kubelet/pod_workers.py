@@ -1,16 +1,21 @@
-"""The pod side of the simulated kubelets: every pod bound to one of this process's nodes is started, and every
-such pod being deleted is confirmed gone (upstream: pkg/kubelet/pod_workers.go, the status manager).
+"""The pod side of the simulated kubelets: every pod bound to one of this process's nodes is run through its
+life (`pod_lifecycle`), and every such pod being deleted is confirmed gone (upstream: pkg/kubelet/pod_workers.go,
+the status manager).
 
 One informer serves all the process's nodes: a watch of the pods bound to any node (`spec.nodeName!=`),
 filtered here by node name, rather than one watch per node. A pod of ours goes through a work queue to one of
-`workers` tasks, which writes its status as the kubelet would (`pod_status`): ContainerCreating first, then
-Running. A pod with a deletionTimestamp has its containers stopped and is deleted with grace period 0 and its
+`workers` tasks, which admits it as the kubelet would, then writes the status `pod_lifecycle.sync_pod` computes
+(ContainerCreating first, then the sandbox and the containers started: two writes for a pod whose containers
+run until deleted) and queues the pod again for the time of its next transition (a container exiting, a restart
+after its back-off, a readiness delay, the active deadline). A pod with nothing due costs nothing until it
+changes. A pod with a deletionTimestamp has its containers stopped and is deleted with grace period 0 and its
 UID as precondition: the confirmation kube-apiserver waits for before the pod disappears.
 
 With `events` on (the default; density runs turn them off), each node writes the core/v1 Events its kubelet
 would, from source `kubelet` on the node's host, about each container (`fieldPath spec.containers{name}`):
-`Pulling`/`Pulled` the first time a node needs an image, "already present on machine" after that; `Created`,
-`Started`; and `Killing` when the pod is deleted.
+`Pulling`/`Pulled` the first time a node needs an image, "already present on machine" after that (and on every
+restart); `Created`, `Started`; `BackOff` when a restart waits; `Killing` when containers are stopped;
+`DeadlineExceeded` past `activeDeadlineSeconds`.
 """
 
 from __future__ import annotations
@@ -18,11 +23,11 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..api import errors
-from ..api.meta import rfc3339
 from ..client.cache.factory import SharedInformerFactory
 from ..client.cache.indexer import meta_namespace_key
 from ..client.cache.shared_informer import drop_managed_fields
@@ -30,7 +35,8 @@ from ..client.events import CoreEventRecorder, EventBroadcaster
 from ..client.rest import RESTClient
 from ..client.workqueue import RateLimitingQueue, ShutDown
 from .admission import admit
-from .pod_status import creating_status, pod_ip, running_status
+from .pod_lifecycle import DEADLINE_MESSAGE, DEADLINE_REASON, Action, PodSync, needs_pod_ip, sync_pod
+from .pod_status import pod_ip
 
 if TYPE_CHECKING:
     from .hollow_nodes import HollowNode
@@ -39,6 +45,9 @@ log = logging.getLogger(__name__)
 
 POD_WORKERS = 16
 _TERMINAL = ("Succeeded", "Failed")
+# Writes one sync may make when transitions are due at once (ContainerCreating, then the sandbox and the
+# containers); anything later is queued for its time.
+_STEPS_PER_SYNC = 4
 
 
 class PodWorkers:
@@ -63,9 +72,11 @@ class PodWorkers:
         )
         # Per node, the pods its kubelet admitted and has not seen end: what a new pod must fit beside.
         self._admitted: dict[str, dict[str, Mapping[str, Any]]] = {name: {} for name in nodes}
-        # Pods whose containers this process started: the informer may still hand over an older state of such a
-        # pod (its own ContainerCreating write), which must not start it a second time.
-        self._started: set[str] = set()
+        # Per pod this process synced: the resourceVersion of its last write (or of the state it last looked at)
+        # and when the pod is next due. The informer may still hand over an older state of such a pod (its own
+        # ContainerCreating write), which must not start it a second time; and a pod seen again unchanged
+        # before its next transition costs nothing.
+        self._synced: dict[str, tuple[str, float | None]] = {}
 
     def _forget(self, pod: Any) -> None:
         obj = getattr(pod, "obj", pod)  # a tombstone carries the last state it knew
@@ -73,7 +84,7 @@ class PodWorkers:
             node = (obj.get("spec") or {}).get("nodeName") or ""
             key = meta_namespace_key(obj)
             self._admitted.get(node, {}).pop(key, None)
-            self._started.discard(key)
+            self._synced.pop(key, None)
 
     def _enqueue(self, pod: Mapping[str, Any]) -> None:
         if (pod.get("spec") or {}).get("nodeName") in self.nodes:
@@ -106,27 +117,46 @@ class PodWorkers:
         recorder.event(ref, type_, reason, message)
 
     def _containers(self, pod: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
-        """(fieldPath, container) of the init containers in order, then the app containers."""
+        """(fieldPath, container) of the init containers in order, then the app and ephemeral containers."""
         spec = pod.get("spec") or {}
         return [
-            *((f"spec.initContainers{{{c.get('name', '')}}}", c) for c in spec.get("initContainers") or ()),
-            *((f"spec.containers{{{c.get('name', '')}}}", c) for c in spec.get("containers") or ()),
+            (f"spec.{key}{{{c.get('name', '')}}}", c)
+            for key in ("initContainers", "containers", "ephemeralContainers")
+            for c in spec.get(key) or ()
+            if isinstance(c, Mapping)
         ]
 
-    def _started_events(self, node: str, pod: Mapping[str, Any]) -> None:
+    def _report(self, node: str, pod: Mapping[str, Any], actions: list[Action]) -> None:
+        """The events of what the kubelet did: image pulls the first time the node needs an image, then each
+        container created and started (a restart finds its image present), back-offs, stops and deadlines."""
+        if self.broadcaster is None:
+            return
         pulled = self._images.setdefault(node, set())
-        for path, c in self._containers(pod):
-            image, name = c.get("image", ""), c.get("name", "")
-            if image in pulled:
+        md = pod.get("metadata") or {}
+        pod_ref = f"{md.get('name', '')}_{md.get('namespace', '')}({md.get('uid', '')})"
+        for a in actions:
+            path, image, name = a.field_path, a.image, a.name
+            if a.kind == "start":
+                if image in pulled or a.restart:  # a restarted container's image is on the node, whoever pulled it
+                    self._event(
+                        node, pod, path, "Normal", "Pulled", f'Container image "{image}" already present on machine'
+                    )
+                else:
+                    pulled.add(image)
+                    self._event(node, pod, path, "Normal", "Pulling", f'Pulling image "{image}"')
+                    self._event(node, pod, path, "Normal", "Pulled", f'Successfully pulled image "{image}" in 0s (0s including waiting). Image size: {_image_size(image)} bytes.')  # fmt: skip
+                self._event(node, pod, path, "Normal", "Created", f"Created container: {name}")
+                self._event(node, pod, path, "Normal", "Started", f"Started container {name}")
+            elif a.kind == "backoff":
                 self._event(
-                    node, pod, path, "Normal", "Pulled", f'Container image "{image}" already present on machine'
-                )
-            else:
-                pulled.add(image)
-                self._event(node, pod, path, "Normal", "Pulling", f'Pulling image "{image}"')
-                self._event(node, pod, path, "Normal", "Pulled", f'Successfully pulled image "{image}" in 0s (0s including waiting). Image size: {_image_size(image)} bytes.')  # fmt: skip
-            self._event(node, pod, path, "Normal", "Created", f"Created container: {name}")
-            self._event(node, pod, path, "Normal", "Started", f"Started container {name}")
+                    node, pod, path, "Warning", "BackOff",
+                    f"Back-off restarting failed container {name} in pod {pod_ref}",
+                )  # fmt: skip
+            elif a.kind == "kill":
+                self._event(node, pod, path, "Normal", "Killing", f"Stopping container {name}")
+            elif a.kind == "deadline":
+                # Normal, as upstream's activeDeadlineHandler records it.
+                self._event(node, pod, "", "Normal", DEADLINE_REASON, DEADLINE_MESSAGE)
 
     async def _worker(self) -> None:
         while True:
@@ -147,7 +177,7 @@ class PodWorkers:
                 self.queue.done(key)
 
     async def sync(self, key: str) -> None:
-        """Bring the pod `key` one step closer to what its node would make of it."""
+        """Bring the pod `key` up to date with what its node would have made of it by now."""
         pod = self.informer.indexer.get_by_key(key)
         if pod is None:
             return
@@ -157,60 +187,94 @@ class PodWorkers:
         md = pod["metadata"]
         status = pod.get("status") or {}
         if md.get("deletionTimestamp"):
-            # The containers are stopped at once (nothing runs); then the node confirms the deletion.
-            if status.get("phase") == "Running" or key in self._started:
-                for path, c in self._containers(pod):
-                    if path.startswith("spec.containers") or c.get("restartPolicy") == "Always":
-                        self._event(
-                            node.spec.name, pod, path, "Normal", "Killing", f"Stopping container {c.get('name')}"
-                        )
-            try:
-                await self.client.delete(
-                    "pods", md["name"], md.get("namespace"), grace_period_seconds=0, preconditions={"uid": md["uid"]}
-                )
-            except (errors.NotFound, errors.Conflict):
-                pass  # gone already, or a new pod of the same name: not ours to delete
-            self._admitted[node.spec.name].pop(key, None)
-            self._started.discard(key)
+            await self._confirm_deletion(node.spec.name, key, pod)
             return
         admitted = self._admitted[node.spec.name]
-        phase = status.get("phase")
-        if phase in _TERMINAL:
+        if status.get("phase") in _TERMINAL:
             admitted.pop(key, None)
-            self._started.discard(key)
+            self._synced.pop(key, None)
             return
-        if phase == "Running" or key in self._started:
-            admitted[key] = pod  # started by us, or by this node's previous process
-            return
+        synced = self._synced.get(key)
+        if synced is not None:
+            rv, next_at = synced
+            if _older(md.get("resourceVersion"), rv):
+                return  # the informer has not caught up with our own write yet; it will hand it over
+            if md.get("resourceVersion") == rv:
+                if next_at is None:
+                    return  # nothing is due until the pod changes
+                if next_at > time.time():
+                    self.queue.add_after(key, next_at - time.time())
+                    return
         if key not in admitted:
-            # Checked and recorded with no await in between, so two pods cannot both take the last room.
-            rejection = admit(pod, node.node or {}, admitted.values())
-            if rejection is not None:
-                reason, message = rejection
-                self._event(node.spec.name, pod, "", "Warning", reason, message)
-                await self._write_status(
-                    pod, {"phase": "Failed", "reason": reason, "message": f"Pod was rejected: {message}"}
-                )
-                return
-            admitted[key] = pod
-        self._started.add(key)
-        try:
-            host_ip = node.spec.address
-            await self._write_status(pod, creating_status(pod, host_ip, rfc3339()))
-            ip = pod_ip(node.index, node.next_pod_number())
-            await self._write_status(pod, running_status(pod, host_ip, ip, rfc3339()))
-        except BaseException:
-            self._started.discard(key)  # to be tried again from the start
-            raise
-        self._started_events(node.spec.name, pod)
+            if not status.get("startTime"):
+                # Checked and recorded with no await in between, so two pods cannot both take the last room.
+                rejection = admit(pod, node.node or {}, admitted.values())
+                if rejection is not None:
+                    reason, message = rejection
+                    self._event(node.spec.name, pod, "", "Warning", reason, message)
+                    await self._write_status(
+                        pod, {"phase": "Failed", "reason": reason, "message": f"Pod was rejected: {message}"}
+                    )
+                    return
+            admitted[key] = pod  # admitted now, or by this node's previous process
+        host_ip = node.spec.address
+        result: PodSync | None = None
+        for _ in range(_STEPS_PER_SYNC):
+            ip = None
+            if needs_pod_ip(pod):
+                ip = pod_ip(node.index, node.next_pod_number())
+            now = time.time()
+            result = sync_pod(pod, now, host_ip, ip)
+            if result.status != (pod.get("status") or {}):
+                pod = await self._write_status(pod, result.status)
+            self._synced[key] = (pod["metadata"].get("resourceVersion", ""), result.next_at)
+            self._report(node.spec.name, pod, result.actions)
+            if result.next_at is None or result.next_at > time.time():
+                break
+        if result is not None and result.next_at is not None:
+            self.queue.add_after(key, max(0.0, result.next_at - time.time()))
 
-    async def _write_status(self, pod: Mapping[str, Any], status: dict[str, Any]) -> None:
+    async def _confirm_deletion(self, node: str, key: str, pod: Mapping[str, Any]) -> None:
+        """The containers are stopped at once (nothing runs); then the node confirms the deletion."""
         md = pod["metadata"]
-        # A merge patch replaces the lists (conditions, container statuses) whole, as the status manager's does.
-        patch = {"status": status}
-        await self.client.patch(
+        status = pod.get("status") or {}
+        running = {
+            s.get("name")
+            for k in ("initContainerStatuses", "containerStatuses", "ephemeralContainerStatuses")
+            for s in status.get(k) or ()
+            if isinstance(s, Mapping) and "running" in (s.get("state") or {})
+        }
+        if status.get("phase") not in _TERMINAL:
+            for path, c in self._containers(pod):
+                if c.get("name") in running:
+                    self._event(node, pod, path, "Normal", "Killing", f"Stopping container {c.get('name')}")
+        try:
+            await self.client.delete(
+                "pods", md["name"], md.get("namespace"), grace_period_seconds=0, preconditions={"uid": md["uid"]}
+            )
+        except (errors.NotFound, errors.Conflict):
+            pass  # gone already, or a new pod of the same name: not ours to delete
+        self._admitted[node].pop(key, None)
+        self._synced.pop(key, None)
+
+    async def _write_status(self, pod: Mapping[str, Any], status: Mapping[str, Any]) -> dict[str, Any]:
+        md = pod["metadata"]
+        # A merge patch replaces the lists (conditions, container statuses) whole, as the status manager's does;
+        # fields the new status no longer has are cleared.
+        old = pod.get("status") or {}
+        patch = {"status": {**{k: None for k in old if k not in status}, **status}}
+        written: dict[str, Any] = await self.client.patch(
             "pods", md["name"], patch, md.get("namespace"), patch_type="merge", subresource="status"
         )
+        return written
+
+
+def _older(rv: Any, than: str) -> bool:
+    """Whether resourceVersion `rv` is older than `than` (both etcd revisions, as every API server writes them)."""
+    try:
+        return int(rv) < int(than)
+    except (TypeError, ValueError):
+        return False
 
 
 def _image_size(image: str) -> int:

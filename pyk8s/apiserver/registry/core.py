@@ -17,7 +17,7 @@ from ...api import validation as v
 from ...api.content_memo import ContentMemo
 from ...api.errors import FieldError
 from ...api.meta import Object, json_copy
-from . import register
+from . import pod_ephemeral_containers, register
 from .pod_affinity import fold_label_keys, validate_label_keys
 from .strategy import Strategy, immutable
 
@@ -355,7 +355,16 @@ class PodStrategy(Strategy):
         obj["status"] = {"phase": "Pending", "qosClass": qos_class(obj.get("spec") or {})}
 
     def validate(self, obj: Object) -> list[FieldError]:
-        return validate_pod_spec(obj.get("spec"), "spec")
+        errs = validate_pod_spec(obj.get("spec"), "spec")
+        if isinstance(obj.get("spec"), dict) and obj["spec"].get("ephemeralContainers"):
+            errs.append(e.forbidden("spec.ephemeralContainers", "cannot be set on create"))
+        return errs
+
+    def prepare_for_ephemeral_containers_update(self, new: Object, old: Object) -> None:
+        pod_ephemeral_containers.prepare_update(new, old, default_container)
+
+    def validate_ephemeral_containers_update(self, new: Object, old: Object) -> list[FieldError]:
+        return pod_ephemeral_containers.validate_update(new, old, validate_container)
 
     def validate_update(self, new: Object, old: Object) -> list[FieldError]:
         errs = validate_pod_spec(new.get("spec"), "spec")

@@ -583,6 +583,11 @@ class RESTStore:
         elif subresource == "status":
             self.strategy.prepare_for_status_update(new, old)
             errs = validate_object_meta_update(md, old_md) + self.strategy.validate_status_update(new, old)
+        elif subresource == "ephemeralcontainers":
+            self.strategy.prepare_for_ephemeral_containers_update(new, old)
+            errs = validate_object_meta_update(md, old_md) + self.strategy.validate_ephemeral_containers_update(
+                new, old
+            )
         elif subresource == "finalize":
             self.strategy.prepare_for_finalize(new, old)
             errs = validate_object_meta_update(md, old_md)

@@ -231,6 +231,12 @@ class Strategy:
     def validate_status_update(self, new: Object, old: Object) -> list[FieldError]:
         return []
 
+    def prepare_for_ephemeral_containers_update(self, new: Object, old: Object) -> None:
+        """Only pods have an ephemeralcontainers subresource (the pod strategy overrides this)."""
+
+    def validate_ephemeral_containers_update(self, new: Object, old: Object) -> list[FieldError]:
+        return []
+
     def prepare_for_finalize(self, new: Object, old: Object) -> None:
         """A /finalize write (namespaces) changes spec.finalizers and nothing else."""
         finalizers = (new.get("spec") or {}).get("finalizers")
