@@ -112,8 +112,11 @@ def kubelet_query(opts: LogOptions) -> str:
     return urlencode(sorted(params))  # Go's url.Values.Encode sorts by key
 
 
-async def serve_log(request: web.Request, pod: Object, get_node: Any) -> web.StreamResponse:
-    """Answer a `pods/log` GET for `pod` (already read); `get_node(name)` reads a Node (raises NotFound)."""
+async def serve_log(
+    request: web.Request, pod: Object, get_node: Any, stopping: asyncio.Event | None = None
+) -> web.StreamResponse:
+    """Answer a `pods/log` GET for `pod` (already read); `get_node(name)` reads a Node (raises NotFound). The
+    stream ends when `stopping` is set (the API server is shutting down, and ends its watches too)."""
     md = pod.get("metadata") or {}
     name, namespace = str(md.get("name", "")), str(md.get("namespace", ""))
     container, opts, _insecure = log_options(request.query, name)  # the kubelet is never verified anyway
@@ -138,20 +141,27 @@ async def serve_log(request: web.Request, pod: Object, get_node: Any) -> web.Str
             resp = web.StreamResponse(headers={"Content-Type": "text/plain"})
             resp.enable_chunked_encoding()
             await resp.prepare(request)
-            await _copy(request, upstream, resp)
+            await _copy(request, upstream, resp, stopping or asyncio.Event())
             with contextlib.suppress(ConnectionError):
                 await resp.write_eof()
             return resp
 
 
-async def _copy(request: web.Request, upstream: aiohttp.ClientResponse, resp: web.StreamResponse) -> None:
-    """Copy the kubelet's body as it arrives; stop when it ends or the client has gone."""
+async def _copy(
+    request: web.Request, upstream: aiohttp.ClientResponse, resp: web.StreamResponse, stopping: asyncio.Event
+) -> None:
+    """Copy the kubelet's body as it arrives; stop when it ends, the client has gone or the server stops."""
     read: asyncio.Task[bytes] | None = None
+    stop = asyncio.ensure_future(stopping.wait())
     try:
         while True:
             if read is None:
                 read = asyncio.ensure_future(upstream.content.readany())
-            done, _ = await asyncio.wait({read}, timeout=CLIENT_CHECK_SECONDS)
+            done, _ = await asyncio.wait(
+                {read, stop}, timeout=CLIENT_CHECK_SECONDS, return_when=asyncio.FIRST_COMPLETED
+            )
+            if stop in done:
+                return
             if not done:
                 if request.transport is None or request.transport.is_closing():
                     return
@@ -168,5 +178,6 @@ async def _copy(request: web.Request, upstream: aiohttp.ClientResponse, resp: we
             except ConnectionError:
                 return
     finally:
+        stop.cancel()
         if read is not None and not read.done():
             read.cancel()

@@ -180,6 +180,8 @@ class APIServer:
             for site in list(runner.sites):
                 await site.stop()
         self.connections.abort_all()
+        if self.handlers is not None:
+            self.handlers.subresources.stopping.set()  # open `pods/log` streams end, as the watches do
         for c in self.cachers:
             await c.stop()
         self.cachers.clear()

@@ -5,6 +5,7 @@ and `namespaces/finalize` (upstream: the registries' scale, binding, eviction an
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -69,6 +70,7 @@ def scale_of(obj: Object) -> Object:
 class Subresources:
     def __init__(self, handlers: ResourceHandlers) -> None:
         self.handlers = handlers
+        self.stopping = asyncio.Event()  # set when the server stops: open log streams end
 
     async def serve(self, request: web.Request, r: Resolved, ctx: Context) -> web.StreamResponse:
         sub = r.info.subresource
@@ -97,7 +99,7 @@ class Subresources:
 
         pod = await r.rest.get(r.info.namespace, r.info.name)
         if r.info.subresource == "log":
-            return await serve_log(request, pod, self.get_node)
+            return await serve_log(request, pod, self.get_node, self.stopping)
         return await connect(r.info.subresource, pod, request.query, self.get_node)  # type: ignore[no-any-return]
 
     async def proxy(self, request: web.Request, info: RequestInfo) -> web.StreamResponse:
