@@ -16,7 +16,7 @@ import pytest
 
 from pyk8s.api.meta import parse_time
 from pyk8s.testing.cluster import APIServerProcess, kubectl_binary
-from pyk8s.testing.components import ComponentProcess
+from pyk8s.testing.components import ComponentProcess, get_unverified
 
 PODS = """
 apiVersion: v1
@@ -69,7 +69,7 @@ metadata:
   name: busy
   namespace: kube-system
   labels: {app: busy}
-  annotations: {pyk8s.io/simulate: '{"cpu": "1500m", "memory": "1Gi"}'}
+  annotations: {pyk8s.io/simulate: '{"cpu": "1500m", "memory": "1Gi", "logs": ["busy start", "ready"]}'}
 spec:
   nodeName: lt-2
   containers:
@@ -143,7 +143,13 @@ def test_logs_of_a_pod_with_one_container(cluster):
     assert [line.split(" ", 1)[1] for line in stamped] == ["hi", "there"]
     assert all(parse_time(line.split(" ")[0]) == parse_time(started["startedAt"]) for line in stamped)
     # The whole query goes through as kubectl sends it (and `follow` ends with the container: echo exits).
-    assert kubectl_ok(cluster, "logs", "echo", "-f", "--tail=-1", "--timestamps=false") == "hi\nthere\n"
+    assert kubectl_ok(cluster, "logs", "echo", "-f", "--tail=-1", "--insecure-skip-tls-verify-backend") == "hi\nthere\n"
+    # Lines from the pyk8s.io/simulate annotation; the official Python client reads the same.
+    assert kubectl_ok(cluster, "logs", "-n", "kube-system", "busy") == "busy start\nready\n"
+    from kubernetes import client, config
+
+    core = client.CoreV1Api(config.new_client_from_config(config_file=str(cluster.kubeconfig)))
+    assert core.read_namespaced_pod_log("echo", "default", tail_lines=1) == "there\n"
 
 
 def test_logs_of_a_pod_with_several_containers(cluster):
@@ -246,6 +252,41 @@ def test_a_kubelet_off_loopback_is_never_contacted(cluster):
     assert kubectl_err(cluster, "logs", "remote") == (
         'Error from server (BadRequest): node "far-away" has kubelet address 10.1.2.3, which is not a loopback '
         "address: pyk8s connects only to 127.0.0.0/8 and ::1"
+    )
+
+
+def test_the_kubelet_endpoint_answers_for_its_own_pods_only(cluster):
+    lt0 = kubectl_json(cluster, "get", "node", "lt-0")
+    port = lt0["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"]
+    base = f"https://127.0.0.1:{port}"
+    assert get_unverified(f"{base}/healthz") == (200, "ok")
+    assert get_unverified(f"{base}/containerLogs/default/echo/main?tailLines=1") == (200, "there\n")
+    assert get_unverified(f"{base}/containerLogs/default/echo/main?tailLines=-1")[0] == 422
+    assert get_unverified(f"{base}/containerLogs/default/echo/nope") == (
+        404,
+        'container "nope" not found in pod "echo"\n',
+    )
+    code, body = get_unverified(f"{base}/exec/default/echo/main?command=ls")
+    assert (code, body) == (400, "containers on pyk8s simulated nodes are not real processes: exec is not available")
+    # A node that points at this endpoint but is not one of its nodes: the kubelet does not know the pod, and
+    # the API server relays its 404 as upstream's response checker does.
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "impostor"},
+        "status": {
+            "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}],
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": port}},
+        },
+    }
+    pod = {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "stray"},
+        "spec": {"nodeName": "impostor", "containers": [{"name": "main", "image": "busybox"}]},
+    }  # fmt: skip
+    for obj in (node, pod):
+        cluster.kubectl("create", "-f", "-", input=json.dumps(obj), check=True)
+    assert kubectl_err(cluster, "logs", "stray") == (
+        "Error from server (NotFound): the server could not find the requested resource ( pods/log stray)"
     )
 
 
