@@ -67,7 +67,8 @@ def nodes(
     """Run COUNT simulated nodes (hollow kubelets) in this process: each registers its Node, renews its Lease every
     10 s and reports its status, as a v1.32 kubelet does. Several such processes can serve one cluster with
     different --name-prefix values. Pods bound to these nodes are started (ContainerCreating, then Running) and
-    their deletions confirmed; their containers run until the pod is deleted."""
+    their deletions confirmed; their containers run until the pod is deleted. Their logs (`kubectl logs`) are
+    served on --kubelet-port, which every node registers."""
     from ..api.quantity import parse_quantity
     from ..cli import _logging, run_component
     from ..client.kubeconfig import ConfigError, load_config
