@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import logging
 import ssl
-import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry, generate_latest
 
-from .apiserver.certs import self_signed_serving_pair
+from .apiserver.certs import self_signed_server_context
 from .apiserver.health import Check, HealthChecks
 from .file_modes import write_private_file
 
@@ -78,14 +77,7 @@ class ComponentServer:
         return app
 
     def _ssl_context(self) -> ssl.SSLContext:
-        cert, key = self_signed_serving_pair(["localhost", "127.0.0.1", self.bind_address])
-        ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        with tempfile.TemporaryDirectory() as d:  # ssl wants files; they live only as long as loading them
-            cp, kp = Path(d, "tls.crt"), Path(d, "tls.key")
-            cp.write_bytes(cert)
-            kp.write_bytes(key)
-            ctx.load_cert_chain(cp, kp)
-        return ctx
+        return self_signed_server_context(["localhost", "127.0.0.1", self.bind_address])
 
     async def start(self) -> None:
         if self.secure_port < 0:

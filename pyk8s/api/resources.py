@@ -28,6 +28,8 @@ class Subresource:
 
 STATUS = Subresource("status", STATUS_VERBS)
 SCALE = Subresource("scale", STATUS_VERBS, "Scale", "autoscaling", "v1")
+CONNECT_VERBS = ("create", "get")  # exec, attach, portforward: POST or GET (WebSocket) upgrades
+PROXY_VERBS = ("create", "delete", "get", "patch", "update")
 
 
 @dataclass(frozen=True)
@@ -119,13 +121,19 @@ RESOURCES: tuple[Resource, ...] = (
     _r("v1", "LimitRange", "limitranges", True, ["limits"]),
     _r("v1", "Namespace", "namespaces", False, ["ns"],
        sub=[Subresource("finalize", ("update",)), STATUS], verbs=NO_COLLECTION_VERBS),
-    _r("v1", "Node", "nodes", False, ["no"], sub=[STATUS], storage_name="minions"),
+    _r("v1", "Node", "nodes", False, ["no"], sub=[Subresource("proxy", PROXY_VERBS, "NodeProxyOptions"), STATUS],
+       storage_name="minions"),
     _r("v1", "PersistentVolumeClaim", "persistentvolumeclaims", True, ["pvc"], sub=[STATUS]),
     _r("v1", "PersistentVolume", "persistentvolumes", False, ["pv"], sub=[STATUS]),
     _r("v1", "Pod", "pods", True, ["po"], ALL, sub=[
+        Subresource("attach", CONNECT_VERBS, "PodAttachOptions"),
         Subresource("binding", ("create",), "Binding"),
         Subresource("ephemeralcontainers", STATUS_VERBS),
         Subresource("eviction", ("create",), "Eviction", "policy", "v1"),
+        Subresource("exec", CONNECT_VERBS, "PodExecOptions"),
+        Subresource("log", ("get",)),
+        Subresource("portforward", CONNECT_VERBS, "PodPortForwardOptions"),
+        Subresource("proxy", PROXY_VERBS, "PodProxyOptions"),
         STATUS,
     ]),
     _r("v1", "PodTemplate", "podtemplates", True),

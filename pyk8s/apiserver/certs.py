@@ -12,6 +12,8 @@ import base64
 import datetime as dt
 import ipaddress
 import secrets
+import ssl
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -203,3 +205,15 @@ def self_signed_serving_pair(names: list[str]) -> tuple[bytes, bytes]:
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0] if names else "localhost")])
     cert = _issue(subject, key, subject, key, sans=_san_list(names), usage=[ExtendedKeyUsageOID.SERVER_AUTH])
     return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
+
+
+def self_signed_server_context(names: list[str]) -> ssl.SSLContext:
+    """A server-side TLS context with a fresh self-signed certificate for `names` (see self_signed_serving_pair)."""
+    cert, key = self_signed_serving_pair(names)
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    with tempfile.TemporaryDirectory() as d:  # ssl wants files; they live only as long as loading them
+        cp, kp = Path(d, "tls.crt"), Path(d, "tls.key")
+        cp.write_bytes(cert)
+        kp.write_bytes(key)
+        ctx.load_cert_chain(cp, kp)
+    return ctx

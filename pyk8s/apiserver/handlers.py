@@ -154,6 +154,11 @@ class ResourceHandlers:
             if info.verb != "create":
                 raise errors.method_not_supported("bindings", info.verb)
             return await self.subresources.binding(request, info, ctx)
+        if info.subresource == "proxy" and info.api_group == "" and info.resource in ("pods", "nodes"):
+            # A proxy path goes on past the subresource (pods/p/proxy/some/path), which resolve refuses.
+            if info.verb not in ("create", "delete", "get", "patch", "update") or not info.name:
+                raise errors.method_not_supported(info.resource + "/proxy", info.verb)
+            return await self.subresources.proxy(request, info)
         r = self.resolve(info)
         if info.subresource and info.subresource != "status":
             return await self.subresources.serve(request, r, ctx)

@@ -27,7 +27,7 @@ from ..rlimit import raise_nofile_limit
 from ..storage import StorageError, Store, open_storage
 from ..storage.cacher import Cacher
 from ..storage.compactor import DEFAULT_COMPACTION_INTERVAL
-from . import discovery, printers  # noqa: F401 -- printers register their Table columns
+from . import discovery, printers, resource_metrics  # noqa: F401 -- printers register their Table columns
 from .admission import Chain
 from .admission.namespace_lifecycle import NamespaceLifecycle
 from .authn import TokenAuthenticator, Union, UserInfo, X509Authenticator
@@ -103,6 +103,9 @@ class APIServer:
         self.metrics = Metrics()
         self.watch_metrics = WatchMetrics()
         self.handlers: ResourceHandlers | None = None
+        self.resource_metrics: resource_metrics.ResourceMetrics | None = None
+        # Discovery lists the metrics.k8s.io group too, which has no storage (see resource_metrics).
+        self.discovery_table = ResourceTable([*table.resources, *resource_metrics.RESOURCES])
         self.watches = WatchServer(self.watch_metrics, options.min_request_timeout)
         self._runners: list[web.ServerRunner] = []
         # The bound on pending connections is set again in start(), once the file limit has been raised.
@@ -177,6 +180,8 @@ class APIServer:
             for site in list(runner.sites):
                 await site.stop()
         self.connections.abort_all()
+        if self.handlers is not None:
+            self.handlers.subresources.stopping.set()  # open `pods/log` streams end, as the watches do
         for c in self.cachers:
             await c.stop()
         self.cachers.clear()
@@ -225,6 +230,7 @@ class APIServer:
         await asyncio.gather(*(c.start() for c in self.cachers))
         await asyncio.gather(*(c.wait_ready(60) for c in self.cachers))
         self.handlers = ResourceHandlers(self.table, self.stores)
+        self.resource_metrics = resource_metrics.ResourceMetrics(self.rest("v1", "pods"), self.rest("v1", "nodes"))
 
     def rest(self, group_version: str, plural: str) -> RESTStore:
         return self.stores[(group_version, plural)]
@@ -308,6 +314,9 @@ class APIServer:
         # An authenticated request ends its connection's pending state now, not when it ends (a watch is long).
         self.connections.request_seen(request.protocol, not request["user"].anonymous)
         info = request["info"]
+        if info.is_resource_request and info.api_group == resource_metrics.GROUP:
+            assert self.resource_metrics is not None
+            return await self.resource_metrics.serve(request, info)
         if info.is_resource_request:
             assert self.handlers is not None
             ctx = Context(request["user"])
@@ -336,18 +345,19 @@ class APIServer:
         if path in ("/api", "/apis"):
             return self._discovery_root(request, legacy=path == "/api")
         if parts[0] == "apis" and len(parts) == 2:
-            body = discovery.api_group(self.table, parts[1])
+            body = discovery.api_group(self.discovery_table, parts[1])
             if body is not None:
                 return web.Response(body=body, content_type="application/json")
         if (parts[0] == "api" and len(parts) == 2) or (parts[0] == "apis" and len(parts) == 3):
             group = "" if parts[0] == "api" else parts[1]
-            body = discovery.api_resource_list(self.table, group, parts[-1])
+            body = discovery.api_resource_list(self.discovery_table, group, parts[-1])
             if body is not None:
                 return web.Response(body=body, content_type="application/json")
         if path == "/":
+            t = self.discovery_table
             paths = sorted({"/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/metrics", "/version"}
-                           | {f"/apis/{g}" for g in self.table.groups() if g}
-                           | {f"/apis/{g}/{v}" for g in self.table.groups() if g for v in self.table.versions[g]})  # fmt: skip
+                           | {f"/apis/{g}" for g in t.groups() if g}
+                           | {f"/apis/{g}/{v}" for g in t.groups() if g for v in t.versions[g]})  # fmt: skip
             return respond({"paths": paths}, Output())
         return status_response(errors.path_not_found())
 
@@ -381,12 +391,12 @@ class APIServer:
                 key = f"{legacy}-{version}"
                 body = self._discovery.get(key)
                 if body is None:
-                    body = self._discovery[key] = discovery.aggregated(self.table, legacy, version)
+                    body = self._discovery[key] = discovery.aggregated(self.discovery_table, legacy, version)
                 resp = web.Response(body=body)
                 resp.headers["Content-Type"] = ctype
                 return resp
         host = request.host or f"127.0.0.1:{self.secure_port}"
-        body = discovery.api_versions(host) if legacy else discovery.api_group_list(self.table)
+        body = discovery.api_versions(host) if legacy else discovery.api_group_list(self.discovery_table)
         return web.Response(body=body, content_type="application/json")
 
     @property

@@ -1,10 +1,12 @@
 """Subresources other than `status`: `scale` (autoscaling/v1 Scale over a workload's replicas),
 `pods/binding` and the `bindings` resource (assign a pod to a node), `pods/eviction` (a graceful delete),
 `pods/ephemeralcontainers` (the pod, written through registry/pod_ephemeral_containers.py) and
-`namespaces/finalize` (upstream: the registries' scale, binding, eviction and finalize REST objects)."""
+`namespaces/finalize` (upstream: the registries' scale, binding, eviction and finalize REST objects);
+`pods/log` (`pod_log`) and the streaming ones, exec, attach, portforward and proxy (`pod_connect`)."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -69,6 +71,7 @@ def scale_of(obj: Object) -> Object:
 class Subresources:
     def __init__(self, handlers: ResourceHandlers) -> None:
         self.handlers = handlers
+        self.stopping = asyncio.Event()  # set when the server stops: open log streams end
 
     async def serve(self, request: web.Request, r: Resolved, ctx: Context) -> web.StreamResponse:
         sub = r.info.subresource
@@ -88,7 +91,35 @@ class Subresources:
                 return await self.handlers.patch(request, r, ctx)
         if sub == "finalize" and r.info.verb == "update":
             return await self.handlers.update(request, r, ctx)
+        if r.served.group == "" and r.served.plural == "pods" and sub in ("log", "exec", "attach", "portforward"):
+            return await self.pod_stream(request, r)
         raise errors.method_not_supported(f"{r.served.plural}/{sub}", r.info.verb, r.served.group)
+
+    async def get_node(self, name: str) -> Object:
+        nodes = self.handlers.store_for(self.handlers.table.get("", "v1", "nodes"))  # type: ignore[arg-type]
+        return await nodes.get("", name)
+
+    async def pod_stream(self, request: web.Request, r: Resolved) -> web.StreamResponse:
+        """`pods/log` streamed from the node's kubelet; exec, attach and portforward refused (simulated)."""
+        from .pod_connect import connect
+        from .pod_log import serve_log
+
+        pod = await r.rest.get(r.info.namespace, r.info.name)
+        if r.info.subresource == "log":
+            return await serve_log(request, pod, self.get_node, self.stopping)
+        return await connect(r.info.subresource, pod, request.query, self.get_node)  # type: ignore[no-any-return]
+
+    async def proxy(self, request: web.Request, info: RequestInfo) -> web.StreamResponse:
+        """`pods/<name>/proxy[/path]` and `nodes/<name>/proxy[/path]`: nothing to proxy to on simulated nodes."""
+        from .pod_connect import connect, node_proxy
+
+        h = self.handlers
+        if info.resource == "nodes":
+            await self.get_node(info.name)
+            raise node_proxy(info.name)
+        pods = h.store_for(h.table.get("", "v1", "pods"))  # type: ignore[arg-type]
+        pod = await pods.get(info.namespace, info.name)
+        return await connect("proxy", pod, request.query, self.get_node)  # type: ignore[no-any-return]
 
     async def scale(self, request: web.Request, r: Resolved, ctx: Context) -> web.Response:
         h = self.handlers

@@ -53,16 +53,22 @@ def parse_taints(text: str) -> list[dict[str, str]]:
     show_default=True,
     help="Write the kubelet's pod events (Pulled, Created, Started, Killing); off for density runs.",
 )
+@click.option(
+    "--kubelet-port", type=click.IntRange(0, 65535), default=0, show_default=True,
+    help="Port of the kubelet endpoint (container logs) all these nodes share, on 127.0.0.1 (0: a free port).",
+)  # fmt: skip
 @secure_port_options(-1)
 @click.option("-v", "--v", "verbosity", default=0, help="Log verbosity (0-4).")
 def nodes(
     kubeconfig: str | None, count: int, name_prefix: str, cpu: str, memory: str, pods: int, labels: str, taints: str,
-    kube_api_qps: float, events: bool, secure_port: int, bind_address: str, port_file: Path | None, verbosity: int,
+    kube_api_qps: float, events: bool, kubelet_port: int, secure_port: int, bind_address: str, port_file: Path | None,
+    verbosity: int,
 ) -> None:  # fmt: skip
     """Run COUNT simulated nodes (hollow kubelets) in this process: each registers its Node, renews its Lease every
     10 s and reports its status, as a v1.32 kubelet does. Several such processes can serve one cluster with
     different --name-prefix values. Pods bound to these nodes are started (ContainerCreating, then Running) and
-    their deletions confirmed; their containers run until the pod is deleted."""
+    their deletions confirmed; their containers run until the pod is deleted. Their logs (`kubectl logs`) are
+    served on --kubelet-port, which every node registers."""
     from ..api.quantity import parse_quantity
     from ..cli import _logging, run_component
     from ..client.kubeconfig import ConfigError, load_config
@@ -86,4 +92,5 @@ def nodes(
     ]
     run_component(client_config, lambda client: HollowNodes(
         client, specs, events=events, bind_address=bind_address, secure_port=secure_port, port_file=port_file,
+        kubelet_port=kubelet_port,
     ))  # fmt: skip

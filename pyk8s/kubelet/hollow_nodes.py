@@ -7,7 +7,8 @@ then keeps each one alive as the kubelet does: its Lease renewed every 10 s (wit
 changed or at least every 5 minutes (upstream nodeStatusReportFrequency), by a strategic-merge PATCH of
 `nodes/<name>/status`. A restarted process re-registers the same nodes: no duplicates, nothing lost.
 
-The pods bound to these nodes are run by `pod_workers.PodWorkers`, one for the whole process.
+The pods bound to these nodes are run by `pod_workers.PodWorkers`, one for the whole process; their logs are
+served by `server.KubeletServer`, also one for the process, whose port every node registers.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import random
 import time
 import uuid
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +38,7 @@ from .node_status import (
     reconcile_existing,
 )
 from .pod_workers import PodWorkers
+from .server import KubeletServer
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +110,10 @@ class HollowNode:
             return
         if self._node_info is None:
             self._node_info = node_status(self.spec, rfc3339(), boot_id=self.boot_id)["nodeInfo"]
-        patch = {"status": {"conditions": conditions, "nodeInfo": self._node_info}}
+        # The daemon endpoint too (upstream's DaemonEndpoints setter runs every time): a restarted process
+        # serves on a new port.
+        endpoint = {"kubeletEndpoint": {"Port": self.spec.port}}
+        patch = {"status": {"conditions": conditions, "nodeInfo": self._node_info, "daemonEndpoints": endpoint}}
         self.node = await self.client.patch("nodes", self.spec.name, patch, subresource="status")
         self.last_status_write = time.monotonic()
 
@@ -126,10 +132,16 @@ class HollowNodes:
         bind_address: str = "127.0.0.1",
         secure_port: int = -1,
         port_file: Path | None = None,
+        kubelet_port: int = 0,
     ) -> None:
         self.client = client
         self.nodes = [HollowNode(client, s, i) for i, s in enumerate(specs)]
         self.pods = PodWorkers(client, {n.spec.name: n for n in self.nodes}, events=events)
+        indexer = self.pods.informer.indexer
+        self.kubelet = KubeletServer(
+            lambda ns, name: indexer.get_by_key(f"{ns}/{name}"), {n.spec.name for n in self.nodes},
+            bind_address="127.0.0.1", port=kubelet_port,
+        )  # fmt: skip
         self._rng = random.Random(seed)
         self.registered = asyncio.Event()
         self.serving = ComponentServer(
@@ -141,11 +153,17 @@ class HollowNodes:
         return self.registered.is_set()
 
     async def run(self) -> None:
-        await self.serving.start()
+        await self.kubelet.start()
+        for n in self.nodes:  # each node registers the endpoint that serves its pods' logs
+            n.spec = replace(n.spec, address="127.0.0.1", port=self.kubelet.port or n.spec.port)
         try:
-            await self._run()
+            await self.serving.start()
+            try:
+                await self._run()
+            finally:
+                await self.serving.stop()
         finally:
-            await self.serving.stop()
+            await self.kubelet.stop()
 
     async def _run(self) -> None:
         slots = asyncio.Semaphore(REGISTER_CONCURRENCY)

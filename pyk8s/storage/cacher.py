@@ -271,6 +271,7 @@ class Cacher:
         self.revision = 0
         self._watchers: set[CacheWatcher] = set()
         self._ready = asyncio.Event()
+        self._stopped = False
         self._advanced = asyncio.Event()  # set (and replaced) whenever the revision advances
         self._progressed = asyncio.Event()  # set (and replaced) at each progress notification from storage
         self._task: asyncio.Task[None] | None = None
@@ -298,6 +299,7 @@ class Cacher:
         return self._ready.is_set()
 
     async def stop(self) -> None:
+        self._stopped = True
         tasks = [t for t in (self._task, self._bookmark_task, self._progress_task) if t is not None]
         for t in tasks:
             t.cancel()
@@ -526,6 +528,11 @@ class Cacher:
                 w.offer(ev)
             w.last_revision = max(w.last_revision, from_revision)
             w.after = from_revision
+        if self._stopped:
+            # A client that re-watched as the server stopped: its watch ends at once, or it would hold the
+            # server's shutdown until the connection times out.
+            w.stop()
+            return w
         self._watchers.add(w)
         return w
 

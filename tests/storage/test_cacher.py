@@ -145,3 +145,17 @@ async def test_watch_from_a_revision_the_cache_has_not_reached_starts_at_once(st
         assert e.revision > listed
     finally:
         w.stop()
+
+
+async def test_a_watch_started_after_stop_ends_at_once(store):
+    cacher = Cacher(store, "/registry/pods/", lambda obj: ({}, {}))
+    await cacher.start()
+    await cacher.wait_ready(10)
+    await cacher.stop()
+    # A client re-watching while the server shuts down must not hold the shutdown.
+    w = await cacher.watch("/registry/pods/", None)
+
+    async def drain() -> list[object]:
+        return [ev async for ev in w]
+
+    assert await asyncio.wait_for(drain(), 5) == []
