@@ -24,6 +24,7 @@ kind: Pod
 metadata: {name: echo}
 spec:
   nodeName: lt-0
+  restartPolicy: Never
   containers:
   - {name: main, image: busybox, command: [sh, -c, 'echo hi; echo there']}
 ---
@@ -32,6 +33,7 @@ kind: Pod
 metadata: {name: multi}
 spec:
   nodeName: lt-0
+  restartPolicy: Never
   initContainers:
   - {name: init, image: busybox, command: [sh, -c, 'echo init done']}
   containers:
@@ -85,12 +87,15 @@ def cluster() -> Iterator[APIServerProcess]:
     ).start()
     try:
         server.kubectl("apply", "-f", "-", input=PODS, check=True)
-        want = {"echo", "multi", "forever", "web", "busy"}
+        want = {"echo": "Succeeded", "multi": "Succeeded", "forever": "Running", "web": "Running", "busy": "Running"}
 
-        def running() -> set[str]:
-            return {p["metadata"]["name"] for p in kubectl_json(server, "get", "pods", "-A")["items"] if is_running(p)}
+        def phases() -> dict[str, str]:
+            return {
+                p["metadata"]["name"]: p["status"].get("phase")
+                for p in kubectl_json(server, "get", "pods", "-A")["items"]
+            }
 
-        wait_for("the pods running", lambda: want <= running())
+        wait_for("the pods running or done", lambda: want.items() <= phases().items())
         yield server
     finally:
         nodes.stop()
@@ -138,7 +143,7 @@ def test_logs_of_a_pod_with_one_container(cluster):
     assert kubectl_ok(cluster, "logs", "echo", "--tail=1") == "there\n"
     assert kubectl_ok(cluster, "logs", "echo", "--limit-bytes=4") == "hi\nt"
     assert kubectl_ok(cluster, "logs", "echo", "--since=1h") == "hi\nthere\n"
-    started = kubectl_json(cluster, "get", "pod", "echo")["status"]["containerStatuses"][0]["state"]["running"]
+    started = kubectl_json(cluster, "get", "pod", "echo")["status"]["containerStatuses"][0]["state"]["terminated"]
     stamped = kubectl_ok(cluster, "logs", "echo", "--timestamps").splitlines()
     assert [line.split(" ", 1)[1] for line in stamped] == ["hi", "there"]
     assert all(parse_time(line.split(" ")[0]) == parse_time(started["startedAt"]) for line in stamped)
@@ -179,7 +184,7 @@ def test_logs_of_a_pod_with_several_containers(cluster):
 def test_follow_prints_lines_as_they_come(cluster):
     manifest = {
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "later"},
-        "spec": {"nodeName": "lt-0", "containers": [
+        "spec": {"nodeName": "lt-0", "restartPolicy": "Never", "containers": [
             {"name": "main", "image": "busybox", "command": ["sh", "-c", "echo one; sleep 4; echo two"]},
         ]},
     }  # fmt: skip
@@ -214,24 +219,35 @@ def test_log_errors(cluster):
     )
     # A pod no node has taken yet has no log: an empty answer (upstream: 204 No Content).
     assert kubectl_ok(cluster, "logs", "unscheduled") == ""
-    # A container still being created, as the kubelet reports it.
+    # A container that has not started, as the kubelet reports it: its pod's init container still runs.
     manifest = {
-        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "creating"},
-        "spec": {"nodeName": "lt-0", "containers": [{"name": "main", "image": "busybox"}]},
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "initializing"},
+        "spec": {"nodeName": "lt-0", "initContainers": [{"name": "init", "image": "busybox",
+                                                          "command": ["sleep", "3600"]}],
+                 "containers": [{"name": "main", "image": "busybox"}]},
     }  # fmt: skip
     cluster.kubectl("apply", "-f", "-", input=json.dumps(manifest), check=True)
-    wait_for("creating running", lambda: is_running(kubectl_json(cluster, "get", "pod", "creating")))
-    waiting = {"status": {"containerStatuses": [{
-        "name": "main", "image": "busybox", "imageID": "", "ready": False, "restartCount": 0,
-        "state": {"waiting": {"reason": "ContainerCreating"}},
-    }]}}  # fmt: skip
-    cluster.kubectl(
-        "patch", "pod", "creating", "--subresource=status", "--type=merge", "-p", json.dumps(waiting), check=True
-    )
-    want = 'Error from server (BadRequest): container "main" in pod "creating" is waiting to start: ContainerCreating'
+    want = 'Error from server (BadRequest): container "main" in pod "initializing" is waiting to start: PodInitializing'
     wait_for(
-        "the kubelet's waiting message", lambda: cluster.kubectl("logs", "creating", timeout=30).stderr.strip() == want
+        "the kubelet's waiting message",
+        lambda: cluster.kubectl("logs", "initializing", "-c", "main", timeout=30).stderr.strip() == want,
     )
+
+
+def test_previous_shows_the_instance_before_the_restart(cluster):
+    manifest = {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "crashing"},
+        "spec": {"nodeName": "lt-1", "containers": [
+            {"name": "main", "image": "busybox", "command": ["sh", "-c", "echo attempt; exit 3"]}]},
+    }  # fmt: skip
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(manifest), check=True)
+
+    def restarted() -> bool:
+        statuses = kubectl_json(cluster, "get", "pod", "crashing")["status"].get("containerStatuses") or []
+        return bool(statuses) and statuses[0]["restartCount"] >= 1
+
+    wait_for("a restart", restarted)
+    assert kubectl_ok(cluster, "logs", "crashing", "--previous") == "attempt\n"
 
 
 def test_a_kubelet_off_loopback_is_never_contacted(cluster):
@@ -293,15 +309,16 @@ def test_the_kubelet_endpoint_answers_for_its_own_pods_only(cluster):
 
 def test_exec_attach_and_port_forward_say_the_containers_are_simulated(cluster):
     simulated = "containers on pyk8s simulated nodes are not real processes"
-    assert kubectl_err(cluster, "exec", "echo", "--", "ls") == (
-        f"Error from server (BadRequest): pod echo: {simulated}: exec is not available"
+    # (running pods: kubectl itself refuses to exec into a completed one)
+    assert kubectl_err(cluster, "exec", "-n", "kube-system", "busy", "--", "ls") == (
+        f"Error from server (BadRequest): pod busy: {simulated}: exec is not available"
     )
-    assert kubectl_err(cluster, "exec", "multi", "-c", "b", "--", "ls").endswith(f"{simulated}: exec is not available")
-    assert kubectl_err(cluster, "attach", "echo").endswith(
-        f"Error from server (BadRequest): pod echo: {simulated}: attach is not available"
+    assert kubectl_err(cluster, "exec", "web", "-c", "b", "--", "ls").endswith(f"{simulated}: exec is not available")
+    assert kubectl_err(cluster, "attach", "-n", "kube-system", "busy").endswith(
+        f"Error from server (BadRequest): pod busy: {simulated}: attach is not available"
     )
-    assert kubectl_err(cluster, "port-forward", "echo", "18080:80") == (
-        f"error: error upgrading connection: pod echo: {simulated}: port-forward is not available"
+    assert kubectl_err(cluster, "port-forward", "-n", "kube-system", "busy", "18080:80") == (
+        f"error: error upgrading connection: pod busy: {simulated}: port-forward is not available"
     )
     assert kubectl_err(cluster, "exec", "unscheduled", "--", "ls") == (
         "Error from server (BadRequest): pod unscheduled does not have a host assigned"
@@ -333,7 +350,8 @@ def test_top_pods(cluster):
         ["kube-system", "busy", "main", "1500m", "1024Mi"],
     ]
     names = {r[0] for r in table(kubectl_ok(cluster, "top", "pods", "--no-headers"))}
-    assert {"echo", "multi", "web"} <= names and "unscheduled" not in names  # no running container, no metrics
+    # No running container, no metrics: not for a pod not yet on a node, nor for one whose containers completed.
+    assert "web" in names and not names & {"unscheduled", "echo", "multi"}
     assert kubectl_err(cluster, "top", "pod", "unscheduled") == (
         'Error from server (NotFound): podmetrics.metrics.k8s.io "unscheduled" not found'
     )
