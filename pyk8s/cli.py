@@ -103,9 +103,20 @@ def parse_duration(text: str) -> float:
 
 
 def _apiserver_options(data_dir: Path, **kw: object) -> object:
+    from .apiserver.admission.plugins import AdmissionOptions, parse_plugin_list
     from .apiserver.server import APIServerOptions
 
+    admission = AdmissionOptions(
+        enable_plugins=parse_plugin_list(str(kw["enable_admission_plugins"])),
+        disable_plugins=parse_plugin_list(str(kw["disable_admission_plugins"])),
+        default_not_ready_toleration_seconds=int(kw["default_not_ready_toleration_seconds"]),  # type: ignore[call-overload]
+        default_unreachable_toleration_seconds=int(kw["default_unreachable_toleration_seconds"]),  # type: ignore[call-overload]
+    )
+    problems = admission.validate()
+    if problems:
+        raise click.UsageError("; ".join(problems))
     return APIServerOptions(
+        admission=admission,
         data_dir=data_dir.expanduser().resolve(),
         etcd_servers=[s for s in str(kw["etcd_servers"]).split(",") if s],
         bind_address=str(kw["bind_address"]),
@@ -149,6 +160,20 @@ _server_options = [
     click.option("--max-requests-inflight", default=400, show_default=True, help="Read requests in flight before 429."),
     click.option(
         "--max-mutating-requests-inflight", default=200, show_default=True, help="Writes in flight before 429."
+    ),
+    click.option("--enable-admission-plugins", default="", help="Admission plugins to turn on besides the defaults."),
+    click.option("--disable-admission-plugins", default="", help="Admission plugins to turn off (comma-separated)."),
+    click.option(
+        "--default-not-ready-toleration-seconds",
+        default=300,
+        show_default=True,
+        help="tolerationSeconds of the not-ready:NoExecute toleration added to pods.",
+    ),
+    click.option(
+        "--default-unreachable-toleration-seconds",
+        default=300,
+        show_default=True,
+        help="tolerationSeconds of the unreachable:NoExecute toleration added to pods.",
     ),
     click.option("-v", "--v", "verbosity", default=0, help="Log verbosity (0-4)."),
 ]
