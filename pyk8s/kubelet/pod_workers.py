@@ -197,7 +197,7 @@ class PodWorkers:
         try:
             host_ip = node.spec.address
             await self._write_status(pod, creating_status(pod, host_ip, rfc3339()))
-            ip = pod_ip(node.index, node.next_pod_number())
+            ip = pod_ip(node.index, node.next_pod_number(), node.pod_cidr())
             await self._write_status(pod, running_status(pod, host_ip, ip, rfc3339()))
         except BaseException:
             self._started.discard(key)  # to be tried again from the start
