@@ -91,7 +91,7 @@ class NodeIpamController:
         # The existing nodes' subnets first, so that nothing handed out now collides with them.
         for node in self.nodes.indexer.list():
             self.occupy_cidrs(node)
-        self.broadcaster.start()
+        events = self.broadcaster.start()
         tasks = [asyncio.create_task(self._worker()) for _ in range(WORKERS)]
         try:
             await asyncio.gather(*tasks)
@@ -99,8 +99,12 @@ class NodeIpamController:
             self.queue.shut_down()
             for t in tasks:
                 t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            await self.broadcaster.shutdown(timeout=5.0)
+            # Cancellation may come twice (the manager's and ours): the events stop whatever happens.
+            try:
+                await asyncio.gather(*tasks, return_exceptions=True)
+                await self.broadcaster.shutdown(timeout=5.0)
+            finally:
+                events.cancel()
 
     async def _worker(self) -> None:
         while True:

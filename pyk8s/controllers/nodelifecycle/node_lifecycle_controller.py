@@ -132,7 +132,7 @@ class NodeLifecycleController:
 
     async def run(self) -> None:
         await asyncio.gather(self.nodes.wait_for_sync(), self.leases.wait_for_sync(), self.pods.wait_for_sync())
-        self.broadcaster.start()
+        events = self.broadcaster.start()
         tasks = [asyncio.create_task(self._node_worker()) for _ in range(NODE_UPDATE_WORKERS)]
         tasks += [asyncio.create_task(self._pod_worker()) for _ in range(POD_UPDATE_WORKERS)]
         tasks.append(asyncio.create_task(self._every(NODE_EVICTION_PERIOD, self.do_no_execute_tainting_pass)))
@@ -144,8 +144,12 @@ class NodeLifecycleController:
             self.pod_queue.shut_down()
             for t in tasks:
                 t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            await self.broadcaster.shutdown(timeout=5.0)
+            # Cancellation may come twice (the manager's and ours): the events stop whatever happens.
+            try:
+                await asyncio.gather(*tasks, return_exceptions=True)
+                await self.broadcaster.shutdown(timeout=5.0)
+            finally:
+                events.cancel()
 
     async def _every(self, period: float, fn: Any) -> None:
         while True:
@@ -343,7 +347,6 @@ class NodeLifecycleController:
         return added, deleted, new_zone
 
     async def _update_node(self, node: dict[str, Any], zone_conditions: dict[str, list[dict[str, Any] | None]]) -> None:
-        node = meta.json_copy(node)
         name = node["metadata"]["name"]
         for _attempt in range(NODE_HEALTH_UPDATE_RETRY):
             try:
@@ -391,7 +394,7 @@ class NodeLifecycleController:
     async def try_update_node_health(self, node: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
         """(observed Ready condition, current Ready condition after this pass): upstream tryUpdateNodeHealth."""
         name = node["metadata"]["name"]
-        status = node.setdefault("status", {})
+        status = node.get("status") or {}  # the informer's: read only (copied below before any change)
         health = self.health.get(name)
         current = _ready(status)
         if current is None:
@@ -438,6 +441,8 @@ class NodeLifecycleController:
         self.health[name] = health
         if now <= health.probe_timestamp + grace:
             return observed, current
+        node = meta.json_copy(node)
+        status = node.setdefault("status", {})
         stamp = meta.rfc3339()
         conditions = status.setdefault("conditions", [])
         for typ in KUBELET_CONDITIONS:

@@ -109,7 +109,7 @@ class TaintEvictionController:
 
     async def run(self) -> None:
         await asyncio.gather(self.nodes.wait_for_sync(), self.pods.wait_for_sync())
-        self.broadcaster.start()
+        events = self.broadcaster.start()
         tasks = [asyncio.create_task(self._node_worker()), asyncio.create_task(self._pod_worker())]
         try:
             await asyncio.gather(*tasks)
@@ -119,8 +119,12 @@ class TaintEvictionController:
             self.evictions.shut_down()
             for t in tasks:
                 t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            await self.broadcaster.shutdown(timeout=5.0)
+            # Cancellation may come twice (the manager's and ours): the events stop whatever happens.
+            try:
+                await asyncio.gather(*tasks, return_exceptions=True)
+                await self.broadcaster.shutdown(timeout=5.0)
+            finally:
+                events.cancel()
 
     async def _node_worker(self) -> None:
         while True:
