@@ -16,7 +16,7 @@ import pytest
 from pyk8s.testing.cluster import APIServerProcess
 from pyk8s.testing.components import ComponentProcess
 
-GRACE = 15  # seconds: above the kubelet's 10 s lease renewal, as upstream requires of the grace period
+GRACE = 20  # seconds: twice the kubelet's 10 s lease renewal (upstream wants a few renewals per grace period)
 UNREACHABLE = "node.kubernetes.io/unreachable"
 
 
