@@ -165,3 +165,35 @@ def test_killed_node_goes_unknown_is_tainted_and_evicted_then_recovers(cluster):
     # The restarted node confirms the eviction; the pod that tolerates forever is still there.
     wait_for("the evicted pod gone", lambda: get(server, "/api/v1/namespaces/e2e/pods/evicted") is None, 30)
     assert get(server, "/api/v1/namespaces/e2e/pods/stays") is not None
+
+
+def test_no_schedule_taints_follow_conditions(cluster):
+    server, cm = cluster["server"], cluster["cm"]
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+    def cond(typ: str, status: str) -> dict[str, str]:
+        return {"type": typ, "status": status, "lastHeartbeatTime": now, "lastTransitionTime": now}
+
+    node = {
+        "apiVersion": "v1", "kind": "Node", "metadata": {"name": "bare"}, "spec": {"unschedulable": True},
+        "status": {"conditions": [cond("Ready", "True"), cond("MemoryPressure", "True")]},
+    }  # fmt: skip
+    status, body = server.request("POST", "/api/v1/nodes", node)
+    assert status == 201 and taints(body) == {("node.kubernetes.io/not-ready", "NoSchedule")}, body
+
+    def has(expected: set[tuple[str, str]]) -> Callable[[], Any]:
+        return lambda: (
+            (n := get(server, "/api/v1/nodes/bare")) and {t for t in taints(n) if t[1] == "NoSchedule"} == expected
+        )
+
+    wait_for("memory-pressure and unschedulable taints", has({
+        ("node.kubernetes.io/memory-pressure", "NoSchedule"), ("node.kubernetes.io/unschedulable", "NoSchedule"),
+    }), 15, cm.log_tail)  # fmt: skip
+    patch = {"status": {"conditions": [cond("Ready", "False"), cond("MemoryPressure", "False")]}}
+    status, body = server.request(
+        "PATCH", "/api/v1/nodes/bare/status", patch, content_type="application/strategic-merge-patch+json"
+    )
+    assert status == 200, body
+    wait_for("not-ready instead of memory-pressure", has({
+        ("node.kubernetes.io/not-ready", "NoSchedule"), ("node.kubernetes.io/unschedulable", "NoSchedule"),
+    }), 15, cm.log_tail)  # fmt: skip
