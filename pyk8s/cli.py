@@ -14,6 +14,7 @@ import click
 
 from . import KUBERNETES_MAJOR, KUBERNETES_MINOR, __version__
 from .component_options import secure_port_options
+from .controllers.options import node_controller_options
 
 if TYPE_CHECKING:
     from .client.kubeconfig import ClientConfig
@@ -103,9 +104,20 @@ def parse_duration(text: str) -> float:
 
 
 def _apiserver_options(data_dir: Path, **kw: object) -> object:
+    from .apiserver.admission.plugins import AdmissionOptions, parse_plugin_list
     from .apiserver.server import APIServerOptions
 
+    admission = AdmissionOptions(
+        enable_plugins=parse_plugin_list(str(kw["enable_admission_plugins"])),
+        disable_plugins=parse_plugin_list(str(kw["disable_admission_plugins"])),
+        default_not_ready_toleration_seconds=int(kw["default_not_ready_toleration_seconds"]),  # type: ignore[call-overload]
+        default_unreachable_toleration_seconds=int(kw["default_unreachable_toleration_seconds"]),  # type: ignore[call-overload]
+    )
+    problems = admission.validate()
+    if problems:
+        raise click.UsageError("; ".join(problems))
     return APIServerOptions(
+        admission=admission,
         data_dir=data_dir.expanduser().resolve(),
         etcd_servers=[s for s in str(kw["etcd_servers"]).split(",") if s],
         bind_address=str(kw["bind_address"]),
@@ -149,6 +161,20 @@ _server_options = [
     click.option("--max-requests-inflight", default=400, show_default=True, help="Read requests in flight before 429."),
     click.option(
         "--max-mutating-requests-inflight", default=200, show_default=True, help="Writes in flight before 429."
+    ),
+    click.option("--enable-admission-plugins", default="", help="Admission plugins to turn on besides the defaults."),
+    click.option("--disable-admission-plugins", default="", help="Admission plugins to turn off (comma-separated)."),
+    click.option(
+        "--default-not-ready-toleration-seconds",
+        default=300,
+        show_default=True,
+        help="tolerationSeconds of the not-ready:NoExecute toleration added to pods.",
+    ),
+    click.option(
+        "--default-unreachable-toleration-seconds",
+        default=300,
+        show_default=True,
+        help="tolerationSeconds of the unreachable:NoExecute toleration added to pods.",
     ),
     click.option("-v", "--v", "verbosity", default=0, help="Log verbosity (0-4)."),
 ]
@@ -258,7 +284,9 @@ def up(data_dir: Path | None, node_count: int, verbosity: int, **kw: object) -> 
         # collide.
         data = server.options.data_dir
         common = ["--kubeconfig", str(server.kubeconfig_path), "--v", str(verbosity), "--secure-port", "0"]
-        commands: dict[str, list[str]] = {"controller-manager": [], "scheduler": []}
+        # Pod CIDRs per node, as kubeadm's clusters with flannel's default (the node IPAM controller's range).
+        cm_flags = ["--allocate-node-cidrs", "--cluster-cidr", "10.244.0.0/16"]
+        commands: dict[str, list[str]] = {"controller-manager": cm_flags, "scheduler": []}
         if node_count:
             commands["nodes"] = ["--count", str(node_count)]
         components = [
@@ -276,7 +304,7 @@ def up(data_dir: Path | None, node_count: int, verbosity: int, **kw: object) -> 
             cm, sched = components[:2]
             console.print(f"[green]pyk8s is up[/]: API server at {server.url} (data in {data})")
             console.print(
-                f"controller manager (garbage collector, namespace controller): pid {cm.pid}, {cm.health_url}"
+                f"controller manager (garbage collector, namespace, node lifecycle, ...): pid {cm.pid}, {cm.health_url}"
             )
             console.print(f"scheduler (default profile): pid {sched.pid}, {sched.health_url}")
             if node_count:
@@ -314,25 +342,29 @@ def up(data_dir: Path | None, node_count: int, verbosity: int, **kw: object) -> 
 @click.option("--kube-api-qps", default=20.0, show_default=True, help="Requests per second to the API server.")
 @click.option("--kube-api-burst", default=30, show_default=True, help="Burst of requests to the API server.")
 @secure_port_options(10257)
+@node_controller_options
 @click.option("-v", "--v", "verbosity", default=0, help="Log verbosity (0-4).")
 def controller_manager(
     kubeconfig: str | None, controllers: str, leader_elect: bool, concurrent_gc_syncs: int,
     concurrent_namespace_syncs: int, kube_api_qps: float, kube_api_burst: int, secure_port: int,
-    bind_address: str, port_file: Path | None, verbosity: int,
+    bind_address: str, port_file: Path | None, verbosity: int, **node_flags: Any,
 ) -> None:  # fmt: skip
-    """Run the controllers (kube-controller-manager): garbage collector, namespace controller. Serves
-    /healthz, /livez, /readyz and /metrics on its secure port (HTTPS, self-signed), as upstream's on 10257."""
+    """Run the controllers (kube-controller-manager): garbage collector, namespace controller, node lifecycle,
+    taint eviction, node IPAM (with --allocate-node-cidrs) and pod garbage collector. Serves /healthz, /livez,
+    /readyz and /metrics on its secure port (HTTPS, self-signed), as upstream's on 10257."""
     from .client.kubeconfig import ConfigError, load_config
     from .controllers.manager import ControllerManager, enabled_controllers
+    from .controllers.options import node_controller_settings
 
     _logging(verbosity)
     try:
         config = load_config(kubeconfig).with_options(qps=kube_api_qps, burst=kube_api_burst)
         names = [c for c in controllers.split(",") if c.strip()]
         enabled_controllers(names)
+        options: dict[str, Any] = node_controller_settings(node_flags, parse_duration)
     except (ConfigError, ValueError) as e:
         raise click.ClickException(str(e)) from None
-    options = {"concurrent_gc_syncs": concurrent_gc_syncs, "concurrent_namespace_syncs": concurrent_namespace_syncs}
+    options.update(concurrent_gc_syncs=concurrent_gc_syncs, concurrent_namespace_syncs=concurrent_namespace_syncs)
 
     run_component(config, lambda client: ControllerManager(
         client, names, leader_elect=leader_elect, options=options, bind_address=bind_address,

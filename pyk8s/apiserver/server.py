@@ -28,8 +28,7 @@ from ..storage import StorageError, Store, open_storage
 from ..storage.cacher import Cacher
 from ..storage.compactor import DEFAULT_COMPACTION_INTERVAL
 from . import discovery, printers, resource_metrics  # noqa: F401 -- printers register their Table columns
-from .admission import Chain
-from .admission.namespace_lifecycle import NamespaceLifecycle
+from .admission.plugins import AdmissionOptions, build_chain
 from .authn import TokenAuthenticator, Union, UserInfo, X509Authenticator
 from .certs import ADMIN_GROUP, ADMIN_USER, PKI, ensure_pki, serving_names, write_kubeconfig
 from .connections import IDLE_TIMEOUT, READ_HEADER_TIMEOUT, GuardedSite, PendingConnections, default_max_pending
@@ -84,6 +83,7 @@ class APIServerOptions:
     # How many connections may be open before authenticating (0: half the open-file limit, see connections).
     # PYK8S_MAX_PENDING_CONNECTIONS exists for tests.
     max_pending_connections: int = field(default_factory=lambda: int(_env_number("PYK8S_MAX_PENDING_CONNECTIONS", 0)))
+    admission: AdmissionOptions = field(default_factory=AdmissionOptions)
 
     @property
     def storage_url(self) -> str:
@@ -210,7 +210,7 @@ class APIServer:
             except StorageError:
                 return None
 
-        admission = Chain([NamespaceLifecycle(get_namespace)])
+        admission = build_chain(self.options.admission, get_namespace)
         for r in self.table.stored():
             strategy = strategy_for(r)
             cacher = Cacher(

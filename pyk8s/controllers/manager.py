@@ -23,6 +23,11 @@ from ..client.workqueue import WORKQUEUE_REGISTRY
 from ..component_server import ComponentServer
 from .garbagecollector import GarbageCollector
 from .namespace import NamespaceController
+from .nodeipam import NodeIpamController
+from .nodelifecycle import NodeLifecycleController
+from .nodelifecycle.zones import EvictionRates
+from .podgc import DEFAULT_TERMINATED_POD_GC_THRESHOLD, PodGCController
+from .tainteviction import TaintEvictionController
 
 log = logging.getLogger(__name__)
 
@@ -38,10 +43,45 @@ def new_controller_initializers() -> dict[str, Initializer]:
         "namespace-controller": lambda c, f, o: NamespaceController(
             c, f, workers=o.get("concurrent_namespace_syncs", 10)
         ),
+        "node-lifecycle-controller": _node_lifecycle,
+        "taint-eviction-controller": lambda c, f, o: TaintEvictionController(c, f),
+        "node-ipam-controller": _node_ipam,
+        "pod-garbage-collector-controller": lambda c, f, o: PodGCController(
+            c, f, terminated_pod_threshold=o.get("terminated_pod_gc_threshold", DEFAULT_TERMINATED_POD_GC_THRESHOLD)
+        ),
     }
 
 
-ALIASES = {"garbagecollector": "garbage-collector-controller", "namespace": "namespace-controller"}
+def _node_lifecycle(c: RESTClient, f: SharedInformerFactory, o: dict[str, Any]) -> NodeLifecycleController:
+    rates = EvictionRates(
+        eviction_rate=o.get("node_eviction_rate", 0.1),
+        secondary_eviction_rate=o.get("secondary_node_eviction_rate", 0.01),
+        large_cluster_threshold=o.get("large_cluster_size_threshold", 50),
+        unhealthy_zone_threshold=o.get("unhealthy_zone_threshold", 0.55),
+    )
+    return NodeLifecycleController(
+        c, f, node_monitor_period=o.get("node_monitor_period", 5.0),
+        node_startup_grace_period=o.get("node_startup_grace_period", 60.0),
+        node_monitor_grace_period=o.get("node_monitor_grace_period", 50.0), rates=rates,
+    )  # fmt: skip
+
+
+def _node_ipam(c: RESTClient, f: SharedInformerFactory, o: dict[str, Any]) -> NodeIpamController | None:
+    # As upstream: without --allocate-node-cidrs the controller is not started (and not an error).
+    if not o.get("allocate_node_cidrs"):
+        return None
+    return NodeIpamController(
+        c, f, cluster_cidrs=o["cluster_cidrs"], node_mask_sizes=o["node_mask_sizes"], service_cidr=o.get("service_cidr")
+    )
+
+
+ALIASES = {
+    "garbagecollector": "garbage-collector-controller",
+    "namespace": "namespace-controller",
+    "nodelifecycle": "node-lifecycle-controller",
+    "nodeipam": "node-ipam-controller",
+    "podgc": "pod-garbage-collector-controller",
+}
 
 
 def enabled_controllers(spec: list[str]) -> list[str]:
@@ -131,7 +171,11 @@ class ControllerManager:
         factory = SharedInformerFactory(self.client, transform=drop_managed_fields)
         init = new_controller_initializers()
         for name in self.names:
-            self.controllers[name] = init[name](self.client, factory, self.options)
+            controller = init[name](self.client, factory, self.options)
+            if controller is None:
+                log.info("controller-manager: %s is disabled by its flags; not started", name)
+                continue
+            self.controllers[name] = controller
             log.info("controller-manager: started %s", name)
         factory.start()
         self.leading = True

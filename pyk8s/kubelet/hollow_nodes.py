@@ -25,6 +25,8 @@ from typing import Any
 
 from ..api import errors
 from ..api.meta import rfc3339
+from ..client.cache.factory import SharedInformerFactory
+from ..client.cache.shared_informer import drop_managed_fields
 from ..client.flowcontrol import retry_delay
 from ..client.rest import RESTClient
 from ..component_server import ComponentServer
@@ -66,6 +68,10 @@ class HollowNode:
     def next_pod_number(self) -> int:
         self._pods_started += 1
         return self._pods_started
+
+    def pod_cidr(self) -> str | None:
+        """The node's spec.podCIDR, once the node IPAM controller has given it one."""
+        return ((self.node or {}).get("spec") or {}).get("podCIDR") or None
 
     def uid(self) -> str | None:
         return (self.node or {}).get("metadata", {}).get("uid")
@@ -118,6 +124,20 @@ class HollowNode:
         self.last_status_write = time.monotonic()
 
 
+def _refresh(nodes: dict[str, HollowNode], obj: Any) -> None:
+    name = (obj.get("metadata") or {}).get("name") if isinstance(obj, dict) else None
+    node = nodes.get(name) if name else None
+    if node is None or node.node is None:
+        return
+    # The node's own status write may be newer than what the watch delivers now: keep the newer one.
+    try:
+        older = int(obj["metadata"]["resourceVersion"]) < int(node.node["metadata"]["resourceVersion"])
+    except (KeyError, TypeError, ValueError):
+        older = False
+    if not older:
+        node.node = obj
+
+
 class HollowNodes:
     """The component: registers `specs`, keeps them alive and runs their pods until cancelled. `secure_port`
     serves /healthz, /livez and /readyz (ready once every node is registered); -1 serves none."""
@@ -142,6 +162,12 @@ class HollowNodes:
             lambda ns, name: indexer.get_by_key(f"{ns}/{name}"), {n.spec.name for n in self.nodes},
             bind_address="127.0.0.1", port=kubelet_port,
         )  # fmt: skip
+        # One Node informer for the process: what others write to its nodes (podCIDR, taints) reaches them.
+        self.node_informers = SharedInformerFactory(client, transform=drop_managed_fields)
+        by_name = {n.spec.name: n for n in self.nodes}
+        self.node_informers.informer_for("nodes").add_event_handler(
+            on_add=lambda obj, _initial: _refresh(by_name, obj), on_update=lambda _old, obj: _refresh(by_name, obj)
+        )
         self._rng = random.Random(seed)
         self.registered = asyncio.Event()
         self.serving = ComponentServer(
@@ -175,7 +201,11 @@ class HollowNodes:
         await asyncio.gather(*(register(n) for n in self.nodes))
         log.info("registered %d node(s)", len(self.nodes))
         self.registered.set()
-        await asyncio.gather(self.pods.run(), *(self._keep_alive(n) for n in self.nodes))
+        self.node_informers.start()
+        try:
+            await asyncio.gather(self.pods.run(), *(self._keep_alive(n) for n in self.nodes))
+        finally:
+            await self.node_informers.shutdown()
 
     async def _keep_alive(self, node: HollowNode) -> None:
         await asyncio.gather(self._lease_loop(node), self._status_loop(node))

@@ -11,6 +11,7 @@ ContainersReady, PodScheduled (the scheduler's, kept).
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 from collections.abc import Mapping
 from typing import Any
 
@@ -108,7 +109,17 @@ def _waiting(container: Mapping[str, Any], state: dict[str, Any]) -> dict[str, A
     }  # fmt: skip
 
 
-def pod_ip(node_index: int, pod_number: int) -> str:
-    """An address for the `pod_number`th pod of the `node_index`th node, from 10.244.0.0/16 per node as a
-    /24 would give it. Data only: nothing connects to pod IPs."""
+def pod_ip(node_index: int, pod_number: int, pod_cidr: str | None = None) -> str:
+    """An address for the `pod_number`th pod of a node: from the node's spec.podCIDR when it has one (the node
+    IPAM controller's), else from 10.244.0.0/16 per node as a /24 would give it (`node_index`: the node's place
+    in its process). Data only: nothing connects to pod IPs."""
+    if pod_cidr:
+        try:
+            net = ipaddress.ip_network(pod_cidr, strict=False)
+        except ValueError:
+            net = None
+        if net is not None:
+            # Neither the network address nor (in IPv4) the broadcast one; at least one host in a /31 or /32.
+            hosts = max(1, net.num_addresses - 2)
+            return str(net.network_address + min(net.num_addresses - 1, pod_number % hosts + 1))
     return f"10.{244 + (node_index // 256) % 12}.{node_index % 256}.{pod_number % 254 + 1}"

@@ -222,7 +222,7 @@ class PodWorkers:
         for _ in range(_STEPS_PER_SYNC):
             ip = None
             if needs_pod_ip(pod):
-                ip = pod_ip(node.index, node.next_pod_number())
+                ip = pod_ip(node.index, node.next_pod_number(), node.pod_cidr())
             now = time.time()
             result = sync_pod(pod, now, host_ip, ip)
             if result.status != (pod.get("status") or {}):

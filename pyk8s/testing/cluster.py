@@ -30,10 +30,25 @@ def kubectl_binary() -> str:
     return str(direct) if direct.exists() else found
 
 
+# As upstream's integration tests start their API servers (test/integration/util InitTestAPIServer): bare Nodes
+# with no node lifecycle controller must not keep TaintNodesByCondition's not-ready taint, or nothing schedules.
+TEST_ADMISSION_ARGS = (
+    "--disable-admission-plugins",
+    "ServiceAccount,TaintNodesByCondition,Priority,StorageObjectInUseProtection",
+)
+
+
 class APIServerProcess:
-    def __init__(self, *, etcd_url: str = "", extra_args: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        *,
+        etcd_url: str = "",
+        extra_args: tuple[str, ...] = (),
+        admission_args: tuple[str, ...] = TEST_ADMISSION_ARGS,
+    ) -> None:
+        """`admission_args` replace the test default (`()`: every upstream default plugin pyk8s has, as `pyk8s up`)."""
         self.etcd_url = etcd_url
-        self.extra_args = extra_args
+        self.extra_args = (*admission_args, *extra_args)
         self.dir = Path(tempfile.mkdtemp(prefix="pyk8s-apiserver-"))
         self.data_dir = self.dir / "data"
         self.home = self.dir / "home"

@@ -28,7 +28,6 @@ DNS_POLICIES = ("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")
 SERVICE_TYPES = ("ClusterIP", "NodePort", "LoadBalancer", "ExternalName")
 SERVICE_CIDR = ipaddress.ip_network("10.96.0.0/12")
 NODE_PORT_RANGE = (30000, 32767)
-DEFAULT_NOT_READY_TOLERATION_SECONDS = 300
 
 
 def _image_pull_policy(image: str) -> str:
@@ -334,17 +333,7 @@ class PodStrategy(Strategy):
             spec.setdefault("serviceAccount", spec["serviceAccountName"])
             spec.setdefault("priority", 0)
             spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
-            tolerations = spec.setdefault("tolerations", [])
-            for key in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"):
-                if not any(isinstance(t, dict) and t.get("key") == key for t in tolerations):
-                    tolerations.append(
-                        {
-                            "key": key,
-                            "operator": "Exists",
-                            "effect": "NoExecute",
-                            "tolerationSeconds": DEFAULT_NOT_READY_TOLERATION_SECONDS,
-                        }
-                    )
+            # The 300 s not-ready/unreachable tolerations are the DefaultTolerationSeconds admission plugin's.
 
     def prepare_for_create(self, obj: Object) -> None:
         super().prepare_for_create(obj)

@@ -1,0 +1,95 @@
+"""Which admission plugins run, and in what order (upstream: pkg/kubeapiserver/options/plugins.go and the
+generic `--enable-admission-plugins` / `--disable-admission-plugins` flags).
+
+Every plugin name kube-apiserver v1.32 knows is accepted on the flags, so a command line written for upstream
+works; the ones pyk8s does not implement are reported once and otherwise ignored. A name upstream does not know
+is an error worded as upstream's. The order of the chain is upstream's AllOrderedPlugins, whatever the order of
+the flags.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+from ...api.meta import Object
+from . import Chain, Plugin
+from .default_toleration_seconds import DEFAULT_SECONDS, DefaultTolerationSeconds
+from .namespace_lifecycle import NamespaceLifecycle
+from .node_taint import TaintNodesByCondition
+
+log = logging.getLogger(__name__)
+
+# kube-apiserver v1.32's AllOrderedPlugins.
+ALL_ORDERED_PLUGINS = (
+    "AlwaysAdmit", "NamespaceAutoProvision", "NamespaceLifecycle", "NamespaceExists",
+    "LimitPodHardAntiAffinityTopology", "LimitRanger", "ServiceAccount", "NodeRestriction", "TaintNodesByCondition",
+    "AlwaysPullImages", "ImagePolicyWebhook", "PodSecurity", "PodNodeSelector", "Priority",
+    "DefaultTolerationSeconds", "PodTolerationRestriction", "EventRateLimit", "ExtendedResourceToleration",
+    "DefaultStorageClass", "StorageObjectInUseProtection", "OwnerReferencesPermissionEnforcement",
+    "PersistentVolumeClaimResize", "RuntimeClass", "CertificateApproval", "CertificateSigning",
+    "ClusterTrustBundleAttest", "CertificateSubjectRestriction", "DefaultIngressClass", "DenyServiceExternalIPs",
+    "MutatingAdmissionPolicy", "MutatingAdmissionWebhook", "ValidatingAdmissionPolicy", "ValidatingAdmissionWebhook",
+    "ResourceQuota", "AlwaysDeny",
+)  # fmt: skip
+
+# Upstream's plugins on by default (DefaultOffAdmissionPlugins is everything else).
+DEFAULT_ON = frozenset({
+    "NamespaceLifecycle", "LimitRanger", "ServiceAccount", "DefaultStorageClass", "PersistentVolumeClaimResize",
+    "DefaultTolerationSeconds", "MutatingAdmissionWebhook", "ValidatingAdmissionWebhook", "ResourceQuota",
+    "StorageObjectInUseProtection", "Priority", "TaintNodesByCondition", "RuntimeClass", "CertificateApproval",
+    "CertificateSigning", "ClusterTrustBundleAttest", "CertificateSubjectRestriction", "DefaultIngressClass",
+    "PodSecurity", "MutatingAdmissionPolicy", "ValidatingAdmissionPolicy",
+})  # fmt: skip
+
+IMPLEMENTED = ("NamespaceLifecycle", "TaintNodesByCondition", "DefaultTolerationSeconds")
+
+
+@dataclass(frozen=True)
+class AdmissionOptions:
+    enable_plugins: tuple[str, ...] = ()
+    disable_plugins: tuple[str, ...] = ()
+    default_not_ready_toleration_seconds: int = DEFAULT_SECONDS
+    default_unreachable_toleration_seconds: int = DEFAULT_SECONDS
+
+    def validate(self) -> list[str]:
+        """Upstream's AdmissionOptions.Validate messages."""
+        errs = [f'enable-admission-plugins plugin "{n}" is unknown' for n in self.enable_plugins if n not in _KNOWN]
+        errs += [f'disable-admission-plugins plugin "{n}" is unknown' for n in self.disable_plugins if n not in _KNOWN]
+        both = sorted(set(self.enable_plugins) & set(self.disable_plugins))
+        if both:
+            errs.append(f"{both} in enable-admission-plugins and disable-admission-plugins overlapped")
+        return errs
+
+    def enabled(self) -> list[str]:
+        """The plugins that run, in upstream's order."""
+        on = (DEFAULT_ON | set(self.enable_plugins)) - set(self.disable_plugins)
+        return [n for n in ALL_ORDERED_PLUGINS if n in on]
+
+
+_KNOWN = frozenset(ALL_ORDERED_PLUGINS)
+
+
+def parse_plugin_list(text: str) -> tuple[str, ...]:
+    return tuple(p.strip() for p in text.split(",") if p.strip())
+
+
+def build_chain(options: AdmissionOptions, get_namespace: Callable[[str], Awaitable[Object | None]]) -> Chain:
+    problems = options.validate()
+    if problems:
+        raise ValueError("; ".join(problems))
+    factories: dict[str, Callable[[], Plugin]] = {
+        "NamespaceLifecycle": lambda: NamespaceLifecycle(get_namespace),
+        "TaintNodesByCondition": TaintNodesByCondition,
+        "DefaultTolerationSeconds": lambda: DefaultTolerationSeconds(
+            options.default_not_ready_toleration_seconds, options.default_unreachable_toleration_seconds
+        ),
+    }
+    names = options.enabled()
+    missing = [n for n in names if n not in factories and n in options.enable_plugins]
+    if missing:
+        log.warning("admission plugins not implemented by pyk8s, ignored: %s", ", ".join(missing))
+    plugins: Sequence[Plugin] = [factories[n]() for n in names if n in factories]
+    log.info("admission plugins: %s", ", ".join(p.name for p in plugins))
+    return Chain(list(plugins))

@@ -1,0 +1,78 @@
+"""The controller manager's flags for the node controllers, named and defaulted as kube-controller-manager
+v1.32's (cmd/kube-controller-manager/app/options: nodelifecyclecontroller.go, nodeipamcontroller.go,
+podgccontroller.go, and the shared --allocate-node-cidrs / --cluster-cidr), turned into the options the
+controller initializers read.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+_OPTIONS = [
+    click.option("--node-monitor-period", default="5s", show_default=True,
+                 help="How often the node lifecycle controller checks node health."),
+    click.option("--node-monitor-grace-period", default="50s", show_default=True,
+                 help="How long a node may go without a heartbeat before it is marked Unknown."),
+    click.option("--node-startup-grace-period", default="1m", show_default=True,
+                 help="How long a new node may go without reporting before it is marked Unknown."),
+    click.option("--node-eviction-rate", default=0.1, show_default=True,
+                 help="Nodes per second tainted for eviction in a healthy zone."),
+    click.option("--secondary-node-eviction-rate", default=0.01, show_default=True,
+                 help="Nodes per second tainted in an unhealthy zone (0 below --large-cluster-size-threshold)."),
+    click.option("--unhealthy-zone-threshold", default=0.55, show_default=True,
+                 help="Fraction of not-Ready nodes (at least 3) that makes a zone unhealthy."),
+    click.option("--large-cluster-size-threshold", default=50, show_default=True,
+                 help="Above this many nodes a zone's evictions slow down rather than stop when it is unhealthy."),
+    click.option("--terminated-pod-gc-threshold", default=12500, show_default=True,
+                 help="Terminated pods kept before the pod garbage collector deletes the oldest (0: no limit)."),
+    click.option("--allocate-node-cidrs/--no-allocate-node-cidrs", default=False, show_default=True,
+                 help="Give each node a podCIDR from --cluster-cidr (node-ipam-controller)."),
+    click.option("--cluster-cidr", default="", help="CIDR range of pods (one IPv4, one IPv6, or both)."),
+    click.option("--service-cluster-ip-range", default="", help="Service CIDR, kept out of the pod ranges."),
+    click.option("--node-cidr-mask-size", default=0, help="Mask size of each node's CIDR (24 IPv4, 64 IPv6)."),
+    click.option("--node-cidr-mask-size-ipv4", default=0, help="Mask size of each node's IPv4 CIDR (dual stack)."),
+    click.option("--node-cidr-mask-size-ipv6", default=0, help="Mask size of each node's IPv6 CIDR (dual stack)."),
+]  # fmt: skip
+
+KEYS = (
+    "node_monitor_period", "node_monitor_grace_period", "node_startup_grace_period", "node_eviction_rate",
+    "secondary_node_eviction_rate", "unhealthy_zone_threshold", "large_cluster_size_threshold",
+    "terminated_pod_gc_threshold", "allocate_node_cidrs", "cluster_cidr", "service_cluster_ip_range",
+    "node_cidr_mask_size", "node_cidr_mask_size_ipv4", "node_cidr_mask_size_ipv6",
+)  # fmt: skip
+
+
+def node_controller_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    for opt in reversed(_OPTIONS):
+        f = opt(f)
+    return f
+
+
+def node_controller_settings(kw: dict[str, Any], parse_duration: Callable[[str], float]) -> dict[str, Any]:
+    """The options dict from the flags (popped from `kw`); ValueError for values that cannot work."""
+    from .nodeipam import mask_sizes, parse_cluster_cidrs
+
+    raw = {k: kw.pop(k) for k in KEYS}
+    out: dict[str, Any] = {
+        k: parse_duration(str(raw[k]))
+        for k in ("node_monitor_period", "node_monitor_grace_period", "node_startup_grace_period")
+    }
+    out.update({k: raw[k] for k in KEYS if k not in out})
+    if out["allocate_node_cidrs"]:
+        cidrs = parse_cluster_cidrs(str(raw["cluster_cidr"]))
+        out["cluster_cidrs"] = cidrs
+        out["node_mask_sizes"] = mask_sizes(
+            cidrs, raw["node_cidr_mask_size"], raw["node_cidr_mask_size_ipv4"], raw["node_cidr_mask_size_ipv6"]
+        )
+        if raw["service_cluster_ip_range"]:
+            try:
+                out["service_cidr"] = ipaddress.ip_network(str(raw["service_cluster_ip_range"]).split(",")[0])
+            except ValueError:
+                raise ValueError(
+                    f"--service-cluster-ip-range: invalid CIDR {raw['service_cluster_ip_range']!r}"
+                ) from None
+    return out

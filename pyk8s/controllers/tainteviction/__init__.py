@@ -1,0 +1,5 @@
+"""The taint-eviction controller (upstream: pkg/controller/tainteviction)."""
+
+from .taint_eviction import TaintEvictionController
+
+__all__ = ["TaintEvictionController"]
