@@ -15,9 +15,11 @@ from pyk8s.testing.cluster import APIServerProcess
 from pyk8s.testing.components import ComponentProcess
 
 
-@pytest.fixture(scope="module")
-def apiserver() -> Iterator[APIServerProcess]:
-    server = APIServerProcess().start()
+@pytest.fixture(scope="module", params=["sqlite", "etcd"])
+def apiserver(request: pytest.FixtureRequest) -> Iterator[APIServerProcess]:
+    # The kubelet's writes (registration, leases, statuses, pods) behave the same on both stores.
+    etcd = request.getfixturevalue("etcd_server") if request.param == "etcd" else None
+    server = APIServerProcess(etcd_url=etcd.url if etcd else "").start()
     yield server
     server.cleanup()
 
