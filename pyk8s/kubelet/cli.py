@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -54,6 +55,11 @@ def parse_taints(text: str) -> list[dict[str, str]]:
     help="Write the kubelet's pod events (Pulled, Created, Started, Killing); off for density runs.",
 )
 @click.option(
+    "--node-template", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+    help="A Node manifest (YAML or JSON) every node is registered from: labels, annotations, taints, providerID, "
+    "capacity and allocatable (extended resources too). Flags given explicitly win.",
+)  # fmt: skip
+@click.option(
     "--kubelet-port", type=click.IntRange(0, 65535), default=0, show_default=True,
     help="Port of the kubelet endpoint (container logs) all these nodes share, on 127.0.0.1 (0: a free port).",
 )  # fmt: skip
@@ -61,7 +67,7 @@ def parse_taints(text: str) -> list[dict[str, str]]:
 @click.option("-v", "--v", "verbosity", default=0, help="Log verbosity (0-4).")
 def nodes(
     kubeconfig: str | None, count: int, name_prefix: str, cpu: str, memory: str, pods: int, labels: str, taints: str,
-    kube_api_qps: float, events: bool, kubelet_port: int, secure_port: int, bind_address: str, port_file: Path | None,
+    kube_api_qps: float, events: bool, node_template: Path | None, kubelet_port: int, secure_port: int, bind_address: str, port_file: Path | None,
     verbosity: int,
 ) -> None:  # fmt: skip
     """Run COUNT simulated nodes (hollow kubelets) in this process: each registers its Node, renews its Lease every
@@ -82,14 +88,26 @@ def nodes(
         except ValueError as e:
             raise click.BadParameter(str(e), param_hint=name) from None
     extra_labels, node_taints = parse_labels(labels), parse_taints(taints)
+    shape: dict[str, Any] = {}
+    if node_template is not None:
+        from .node_template import TemplateError, load_template
+
+        try:
+            shape = load_template(node_template)
+        except TemplateError as e:
+            raise click.BadParameter(str(e), param_hint="--node-template") from None
+    ctx = click.get_current_context()
+    for param, val in (("cpu", cpu), ("memory", memory), ("pods", pods)):
+        if param not in shape or ctx.get_parameter_source(param) != click.core.ParameterSource.DEFAULT:
+            shape[param] = val
+    shape["labels"] = {**shape.get("labels", {}), **extra_labels}
+    if node_taints or "taints" not in shape:
+        shape["taints"] = node_taints
     try:
         client_config = load_config(kubeconfig).with_options(qps=kube_api_qps)
     except ConfigError as e:
         raise click.ClickException(str(e)) from None
-    specs = [
-        NodeSpec(f"{name_prefix}{i}", cpu=cpu, memory=memory, pods=pods, labels=extra_labels, taints=node_taints)
-        for i in range(count)
-    ]
+    specs = [NodeSpec(f"{name_prefix}{i}", **shape) for i in range(count)]
     run_component(client_config, lambda client: HollowNodes(
         client, specs, events=events, bind_address=bind_address, secure_port=secure_port, port_file=port_file,
         kubelet_port=kubelet_port,

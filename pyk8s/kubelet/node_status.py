@@ -54,6 +54,12 @@ class NodeSpec:
     instance_type: str = ""
     address: str = "127.0.0.1"
     port: int = KUBELET_PORT
+    # From --node-template: annotations, spec.providerID, extended resources (e.g. nvidia.com/gpu) and allocatable
+    # given outright rather than computed.
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    provider_id: str = ""
+    extended_capacity: Mapping[str, str] = field(default_factory=dict)
+    allocatable_overrides: Mapping[str, str] = field(default_factory=dict)
 
 
 def default_labels(spec: NodeSpec) -> dict[str, str]:
@@ -84,6 +90,7 @@ def capacity(spec: NodeSpec) -> dict[str, str]:
         "ephemeral-storage": spec.ephemeral_storage,
         "memory": spec.memory,
         "pods": str(spec.pods),
+        **spec.extended_capacity,
     }
 
 
@@ -93,12 +100,15 @@ def allocatable(spec: NodeSpec) -> dict[str, str]:
     memory = max(value(parse_quantity(spec.memory)) - EVICTION_HARD_MEMORY, 0)
     storage = value(parse_quantity(spec.ephemeral_storage))
     storage_left = max(storage - int(storage * EVICTION_HARD_NODEFS_FRACTION), 0)
-    return {
+    computed = {
         "cpu": spec.cpu,
         "ephemeral-storage": canonical(Quantity.from_value(storage_left, Format.DecimalSI)),
         "memory": canonical(Quantity.from_value(memory, Format.BinarySI)),
         "pods": str(spec.pods),
+        **spec.extended_capacity,
     }
+    # A template's allocatable is taken as given, for the resources the node has.
+    return {k: spec.allocatable_overrides.get(k, v) for k, v in computed.items()}
 
 
 def healthy_conditions(now: str, previous: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, str]]:
@@ -140,13 +150,15 @@ def initial_node(spec: NodeSpec, now: str, boot_id: str | None = None) -> dict[s
         "metadata": {
             "name": spec.name,
             "labels": labels,
-            "annotations": {CONTROLLER_MANAGED_ATTACH_DETACH: "true"},
+            "annotations": {**spec.annotations, CONTROLLER_MANAGED_ATTACH_DETACH: "true"},
         },
         "spec": {},
         "status": node_status(spec, now, boot_id=boot_id),
     }
     if spec.taints:
         node["spec"]["taints"] = [dict(t) for t in spec.taints]
+    if spec.provider_id:
+        node["spec"]["providerID"] = spec.provider_id
     return node
 
 

@@ -5,6 +5,8 @@ restoring only what the kubelet owns."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -209,3 +211,38 @@ def test_a_pod_that_no_longer_fits_is_rejected_by_the_node(apiserver):
         apiserver.kubectl("delete", "pod", "big", "--timeout=30s", check=True)
     finally:
         proc.stop()
+
+
+NODE_TEMPLATE = """
+apiVersion: v1
+kind: Node
+metadata:
+  labels: {topology.kubernetes.io/zone: zone-b, pool: gpu}
+spec:
+  taints: [{key: gpu, value: "true", effect: NoSchedule}]
+status:
+  capacity: {cpu: "8", nvidia.com/gpu: "2"}
+"""
+
+
+def test_nodes_from_a_template_with_flags_on_top(apiserver):
+    template = apiserver.dir / "node-template.yaml"
+    template.write_text(NODE_TEMPLATE)
+    proc = start_nodes(apiserver, "tn-", "--node-template", str(template), "--cpu", "12", "--labels", "pool=tpl")
+    try:
+        nodes = wait_for("3 nodes", lambda: (n := nodes_with_prefix(apiserver, "tn-")) and len(n) == 3 and n)
+        node = nodes["tn-1"]
+        labels = node["metadata"]["labels"]
+        assert labels["topology.kubernetes.io/zone"] == "zone-b" and labels["pool"] == "tpl"  # --labels wins
+        assert {"key": "gpu", "value": "true", "effect": "NoSchedule"} in node["spec"]["taints"]
+        assert node["status"]["capacity"]["cpu"] == "12"  # the flag given explicitly wins over the template
+        assert node["status"]["capacity"]["nvidia.com/gpu"] == "2" == node["status"]["allocatable"]["nvidia.com/gpu"]
+    finally:
+        proc.stop()
+    bad = apiserver.dir / "bad-template.yaml"
+    bad.write_text("kind: Pod\n")
+    res = subprocess.run(
+        [sys.executable, "-m", "pyk8s", "nodes", "--kubeconfig", str(apiserver.kubeconfig), "--node-template", str(bad)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert res.returncode == 2 and "Invalid value for --node-template: want apiVersion v1, kind Node" in res.stderr
