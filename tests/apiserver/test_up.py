@@ -3,6 +3,7 @@ components come up healthy whatever folder it is started from, and one that dies
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import queue
 import re
@@ -137,6 +138,25 @@ def test_up_serves_stops_on_ctrl_c_and_keeps_state(tmp_path):
             time.sleep(0.3)
         phase, node = got.stdout.split(" ")
         assert phase == "Running" and node in {"node-0", "node-1", "node-2"}, got.stdout + got.stderr
+        # Its IP is from its node's podCIDR (the node IPAM controller's); a pod echoing succeeds and logs its line;
+        # kubectl top reads the API server's metrics.k8s.io.
+        ip = kubectl(home, kubeconfig, "get", "pod", "up-pod", "-o", "jsonpath={.status.podIP}").stdout
+        cidr = kubectl(home, kubeconfig, "get", "node", node, "-o", "jsonpath={.spec.podCIDR}").stdout
+        assert ipaddress.ip_address(ip) in ipaddress.ip_network(cidr), (ip, cidr)
+        out = kubectl(home, kubeconfig, "run", "hello", "--image=busybox", "--restart=Never", "--", "echo", "hi")
+        assert out.returncode == 0, out.stderr
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            got = kubectl(home, kubeconfig, "get", "pod", "hello", "-o", "jsonpath={.status.phase}")
+            if got.stdout == "Succeeded":
+                break
+            time.sleep(0.3)
+        assert got.stdout == "Succeeded", got.stdout + got.stderr
+        assert kubectl(home, kubeconfig, "logs", "hello").stdout == "hi\n"
+        top = kubectl(home, kubeconfig, "top", "nodes", "--no-headers")
+        assert sorted(line.split()[0] for line in top.stdout.splitlines()) == ["node-0", "node-1", "node-2"], (
+            top.stdout + top.stderr
+        )
     finally:
         code = up.stop()
     assert code == 0, up.stderr
