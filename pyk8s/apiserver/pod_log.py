@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime as dt
+import math
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -22,7 +22,8 @@ import aiohttp
 from aiohttp import web
 
 from ..api import errors
-from ..api.meta import Object, parse_time, rfc3339
+from ..api.gotime import format_utc
+from ..api.meta import Object, parse_time
 from ..kubelet.container_logs import LogOptions, go_bool, validation_errors
 from .handlers import query_int
 from .kubelet_client import connection_info, response_error
@@ -104,7 +105,8 @@ def kubelet_query(opts: LogOptions) -> str:
     if opts.since_seconds is not None:
         params.append(("sinceSeconds", str(opts.since_seconds)))
     if opts.since_time is not None:
-        params.append(("sinceTime", rfc3339(dt.datetime.fromtimestamp(opts.since_time, dt.UTC))))
+        # Go's RFC 3339 of any year: a sinceTime whose UTC form leaves 1-9999 is passed on, not a crash.
+        params.append(("sinceTime", format_utc(math.floor(opts.since_time))))
     if opts.tail_lines is not None:
         params.append(("tailLines", str(opts.tail_lines)))
     if opts.limit_bytes is not None:
