@@ -20,7 +20,7 @@ from typing import Any
 
 from aiohttp import web
 
-from ..apiserver.certs import self_signed_server_context
+from ..component_server import serve_https
 from .container_logs import (
     ContainerLogError,
     Instance,
@@ -101,19 +101,7 @@ class KubeletServer:
 
     async def start(self) -> None:
         self._stopping.clear()
-        self._runner = web.AppRunner(self._app(), access_log=None, handle_signals=False)
-        await self._runner.setup()
-        ssl_ctx = self_signed_server_context(["localhost", "127.0.0.1", self.bind_address])
-        site = web.TCPSite(self._runner, self.bind_address, self.requested_port, ssl_context=ssl_ctx)
-        try:
-            await site.start()
-        except OSError:
-            await self._runner.cleanup()
-            self._runner = None
-            raise
-        server = getattr(site, "_server", None)
-        sockets = getattr(server, "sockets", None) or []
-        self.port = sockets[0].getsockname()[1] if sockets else self.requested_port
+        self._runner, self.port = await serve_https(self._app(), self.bind_address, self.requested_port)
         log.info("kubelet endpoint of the simulated nodes on https://%s:%s", self.bind_address, self.port)
 
     async def stop(self) -> None:
