@@ -9,7 +9,7 @@ import os
 import re
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,6 +17,7 @@ import pytest
 from pyk8s.api.meta import parse_time
 from pyk8s.testing.cluster import APIServerProcess, kubectl_binary
 from pyk8s.testing.components import ComponentProcess, get_unverified
+from pyk8s.testing.polling import wait_for
 
 PODS = """
 apiVersion: v1
@@ -100,17 +101,6 @@ def cluster() -> Iterator[APIServerProcess]:
     finally:
         nodes.stop()
         server.cleanup()
-
-
-def wait_for(what: str, check: Callable[[], Any], timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        got = check()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.2)
 
 
 def kubectl_json(server: APIServerProcess, *args: str) -> Any:
