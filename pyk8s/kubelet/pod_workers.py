@@ -77,6 +77,9 @@ class PodWorkers:
         # ContainerCreating write), which must not start it a second time; and a pod seen again unchanged
         # before its next transition costs nothing.
         self._synced: dict[str, tuple[str, float | None]] = {}
+        # The UIDs of pods being deleted whose containers this process stopped: a pod a finalizer holds is seen
+        # again at each update, and its containers stop (and say Killing) once.
+        self._stopped: set[str] = set()
 
     def _forget(self, pod: Any) -> None:
         obj = getattr(pod, "obj", pod)  # a tombstone carries the last state it knew
@@ -85,6 +88,7 @@ class PodWorkers:
             key = meta_namespace_key(obj)
             self._admitted.get(node, {}).pop(key, None)
             self._synced.pop(key, None)
+            self._stopped.discard(str((obj.get("metadata") or {}).get("uid")))
 
     def _enqueue(self, pod: Mapping[str, Any]) -> None:
         if (pod.get("spec") or {}).get("nodeName") in self.nodes:
@@ -244,7 +248,8 @@ class PodWorkers:
             for s in status.get(k) or ()
             if isinstance(s, Mapping) and "running" in (s.get("state") or {})
         }
-        if status.get("phase") not in _TERMINAL:
+        if status.get("phase") not in _TERMINAL and str(md.get("uid")) not in self._stopped:
+            self._stopped.add(str(md.get("uid")))
             for path, c in self._containers(pod):
                 if c.get("name") in running:
                     self._event(node, pod, path, "Normal", "Killing", f"Stopping container {c.get('name')}")
