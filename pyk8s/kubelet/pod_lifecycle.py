@@ -426,18 +426,28 @@ def needs_pod_ip(pod: Pod) -> bool:
     return bool(status.get("startTime")) and not status.get("podIP") and status.get("phase") not in TERMINAL
 
 
-def sync_pod(pod: Pod, now: float, host_ip: str, pod_ip: str | None = None) -> PodSync:
+def sync_pod(pod: Pod, now: float, host_ip: str, pod_ip: str | None = None, *, stopping: bool = False) -> PodSync:
     """The next status of `pod` (bound to this node and admitted) at time `now` (seconds since the epoch).
-    `pod_ip` is the sandbox's address, needed when `needs_pod_ip(pod)`."""
+    `pod_ip` is the sandbox's address, needed when `needs_pod_ip(pod)`. With `stopping` (the pod is being
+    deleted) nothing starts any more: what runs is stopped now and the pod's phase is worked out as a terminal
+    pod's (upstream SyncTerminatingPod's final status): Succeeded or Failed once every app container has run,
+    else as it was (a container that never started keeps waiting)."""
     old = pod.get("status") or {}
     if old.get("phase") in TERMINAL:
         return PodSync(dict(old), None)
     if not old.get("startTime"):
+        if stopping:
+            return PodSync(dict(old), None)
         # The first write: admitted, containers being created (the sandbox comes with the next step).
         return PodSync(creating_status(pod, host_ip, rfc3339(now)), now)
     containers = _containers(pod)
     run = _Run(pod, containers, now)
-    next_at = run.run()
+    if stopping:
+        for c in containers:
+            run.kill(c, now)
+        run.terminal, next_at = True, None
+    else:
+        next_at = run.run()
     status = dict(old)
     ip = old.get("podIP") or (host_ip if (pod.get("spec") or {}).get("hostNetwork") else pod_ip)
     if ip:

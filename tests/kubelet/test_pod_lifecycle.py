@@ -433,3 +433,28 @@ def test_a_status_from_long_ago_replays_only_the_last_hour(started: str) -> None
     status = k.status()
     assert 3 < status["restartCount"] < 40
     assert secs(status["lastState"]["terminated"]["finishedAt"]) >= -REPLAY_HORIZON
+
+
+def test_a_pod_being_deleted_is_stopped_and_ends_terminal() -> None:
+    k = Kubelet(make_pod(c("app", "nginx"), c("done", "true"), policy="OnFailure"))
+    k.run_until(T0 + 5)
+    assert k.pod["status"]["phase"] == "Running"
+    final = sync_pod(k.pod, T0 + 10, HOST, stopping=True)
+    assert [(a.kind, a.name) for a in final.actions] == [("kill", "app")]
+    app, done = final.status["containerStatuses"]
+    assert app["state"]["terminated"]["exitCode"] == KILLED_EXIT_CODE and app["ready"] is False
+    assert done["state"]["terminated"]["exitCode"] == 0
+    assert final.status["phase"] == "Failed" and final.next_at is None
+    ready = next(x for x in final.status["conditions"] if x["type"] == "Ready")
+    assert (ready["status"], ready.get("reason")) == ("False", "PodFailed")
+    # Stopped again (another update of a pod a finalizer holds): nothing more happens.
+    k.pod["status"] = final.status
+    assert sync_pod(k.pod, T0 + 20, HOST, stopping=True) == PodSync(final.status, None)
+
+
+def test_a_pod_deleted_before_it_started_stays_as_it_was() -> None:
+    k = Kubelet(make_pod(c("app", "nginx")))
+    assert sync_pod(k.pod, T0, HOST, stopping=True) == PodSync(k.pod["status"], None)
+    k.sync()  # ContainerCreating
+    final = sync_pod(k.pod, T0 + 1, HOST, stopping=True)
+    assert final.actions == [] and final.status["phase"] == "Pending"

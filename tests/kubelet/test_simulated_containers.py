@@ -220,5 +220,9 @@ def test_a_pod_a_finalizer_holds_is_stopped_once(cluster):
         server.kubectl("label", "pod", "held", f"round={i}", "--overwrite", check=True)
     time.sleep(2)  # the node's event writes (correlated into one Event's count) would have landed by now
     assert [e.get("count", 1) for e in killing()] == [1]
+    # The node wrote the final status, as a kubelet does before it confirms the deletion.
+    status = get(server, "held")["status"]
+    assert status["phase"] == "Failed"
+    assert status["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 137
     server.kubectl("patch", "pod", "held", "--type=merge", "-p", '{"metadata":{"finalizers":null}}', check=True)
     wait_for("the pod gone", lambda: server.kubectl("get", "pod", "held").returncode != 0)
