@@ -10,7 +10,6 @@ which one: the file appears, holding the port, only once the port accepts connec
 from __future__ import annotations
 
 import logging
-import ssl
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -26,6 +25,23 @@ log = logging.getLogger(__name__)
 
 async def _ping() -> bool:
     return True
+
+
+async def serve_https(app: web.Application, host: str, port: int) -> tuple[web.AppRunner, int]:
+    """Serve `app` on `host:port` (0: a free port) over HTTPS with a self-signed certificate for the loopback
+    names and `host`; the runner (its `cleanup()` stops it) and the bound port. Nothing is left bound on failure."""
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    await runner.setup()
+    ssl_ctx = self_signed_server_context(["localhost", "127.0.0.1", host])
+    site = web.TCPSite(runner, host, port, ssl_context=ssl_ctx)
+    try:
+        await site.start()
+    except OSError:
+        await runner.cleanup()
+        raise
+    server = getattr(site, "_server", None)
+    sockets = getattr(server, "sockets", None) or []
+    return runner, (sockets[0].getsockname()[1] if sockets else port)
 
 
 class ComponentServer:
@@ -76,24 +92,10 @@ class ComponentServer:
         app.router.add_get("/metrics", metrics)
         return app
 
-    def _ssl_context(self) -> ssl.SSLContext:
-        return self_signed_server_context(["localhost", "127.0.0.1", self.bind_address])
-
     async def start(self) -> None:
         if self.secure_port < 0:
             return
-        self._runner = web.AppRunner(self._app(), access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, self.bind_address, self.secure_port, ssl_context=self._ssl_context())
-        try:
-            await site.start()
-        except OSError:
-            await self._runner.cleanup()
-            self._runner = None
-            raise
-        server = getattr(site, "_server", None)
-        sockets = getattr(server, "sockets", None) or []
-        self.port = sockets[0].getsockname()[1] if sockets else self.secure_port
+        self._runner, self.port = await serve_https(self._app(), self.bind_address, self.secure_port)
         if self.port_file is not None:
             write_private_file(self.port_file, f"{self.port}\n".encode())  # whole: never half a port
         log.info("%s: serving health and metrics on https://%s:%s", self.component, self.bind_address, self.port)

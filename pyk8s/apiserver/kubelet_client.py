@@ -41,7 +41,8 @@ def connection_info(node: dict[str, Any]) -> ConnectionInfo:
     addresses = [a for a in status.get("addresses") or () if isinstance(a, dict)]
     host = next((a.get("address", "") for t in PREFERRED_ADDRESS_TYPES for a in addresses if a.get("type") == t), None)
     if not host:
-        raise errors.internal_error(f"no preferred addresses found; known addresses: {_go_addresses(addresses)}")
+        # A plain error upstream (NoMatchError), which its handler answers as a 500 with no reason.
+        raise errors.StatusError(500, "", f"no preferred addresses found; known addresses: {_go_addresses(addresses)}")
     try:
         loopback = ipaddress.ip_address(host).is_loopback
     except ValueError:

@@ -13,16 +13,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime as dt
-from collections.abc import Mapping
-from typing import Any
+import math
+from collections.abc import Awaitable, Mapping
+from typing import Any, TypeVar
 from urllib.parse import quote, urlencode
 
 import aiohttp
 from aiohttp import web
 
 from ..api import errors
-from ..api.meta import Object, parse_time, rfc3339
+from ..api.gotime import format_utc
+from ..api.meta import Object, parse_time
 from ..kubelet.container_logs import LogOptions, go_bool, validation_errors
 from .handlers import query_int
 from .kubelet_client import connection_info, response_error
@@ -31,6 +32,7 @@ CONNECT_TIMEOUT = 10.0
 MAX_ERROR_BODY = 50_000  # upstream maxReadLength
 # How often a quiet stream checks whether its client is still there.
 CLIENT_CHECK_SECONDS = 1.0
+T = TypeVar("T")
 
 
 def container_names(pod: Mapping[str, Any]) -> list[str]:
@@ -104,7 +106,8 @@ def kubelet_query(opts: LogOptions) -> str:
     if opts.since_seconds is not None:
         params.append(("sinceSeconds", str(opts.since_seconds)))
     if opts.since_time is not None:
-        params.append(("sinceTime", rfc3339(dt.datetime.fromtimestamp(opts.since_time, dt.UTC))))
+        # Go's RFC 3339 of any year: a sinceTime whose UTC form leaves 1-9999 is passed on, not a crash.
+        params.append(("sinceTime", format_utc(math.floor(opts.since_time))))
     if opts.tail_lines is not None:
         params.append(("tailLines", str(opts.tail_lines)))
     if opts.limit_bytes is not None:
@@ -129,55 +132,61 @@ async def serve_log(
     query = kubelet_query(opts)
     url = info.url(path) + (f"?{query}" if query else "")
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT)
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=False), timeout=timeout) as session:
-        try:
-            upstream = await session.get(url, allow_redirects=False)
-        except (aiohttp.ClientError, OSError, TimeoutError) as e:
-            raise errors.StatusError(500, "", f'Get "{url}": {e}') from None
-        async with upstream:
-            if not 200 <= upstream.status <= 206:
-                body = (await upstream.content.read(MAX_ERROR_BODY)).decode("utf-8", "replace")
-                raise response_error(upstream.status, body, "pods/log", name)
-            resp = web.StreamResponse(headers={"Content-Type": "text/plain"})
-            resp.enable_chunked_encoding()
-            await resp.prepare(request)
-            await _copy(request, upstream, resp, stopping or asyncio.Event())
-            with contextlib.suppress(ConnectionError):
-                await resp.write_eof()
-            return resp
+    stop = asyncio.ensure_future((stopping or asyncio.Event()).wait())
+    try:
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=False), timeout=timeout) as session:
+            try:
+                # A kubelet that accepts and never answers is given up with its client, as a Go request context.
+                upstream = await _unless_abandoned(request, session.get(url, allow_redirects=False), stop)
+            except (aiohttp.ClientError, OSError, TimeoutError) as e:
+                raise errors.StatusError(500, "", f'Get "{url}": {e}') from None
+            if upstream is None:
+                raise errors.StatusError(500, "", f'Get "{url}": context canceled')
+            async with upstream:
+                if not 200 <= upstream.status <= 206:
+                    body = (await upstream.content.read(MAX_ERROR_BODY)).decode("utf-8", "replace")
+                    raise response_error(upstream.status, body, "pods/log", name)
+                resp = web.StreamResponse(headers={"Content-Type": "text/plain"})
+                resp.enable_chunked_encoding()
+                await resp.prepare(request)
+                await _copy(request, upstream, resp, stop)
+                with contextlib.suppress(ConnectionError):
+                    await resp.write_eof()
+                return resp
+    finally:
+        stop.cancel()
+
+
+async def _unless_abandoned(request: web.Request, aw: Awaitable[T], stop: asyncio.Future[Any]) -> T | None:
+    """What `aw` gives, or None (and `aw` cancelled) once the client has gone or `stop` is done, whichever is
+    first: aiohttp does not cancel a handler whose client hangs up."""
+    task = asyncio.ensure_future(aw)
+    try:
+        while True:
+            done, _ = await asyncio.wait(
+                {task, stop}, timeout=CLIENT_CHECK_SECONDS, return_when=asyncio.FIRST_COMPLETED
+            )
+            if task in done:
+                return task.result()
+            if stop in done or request.transport is None or request.transport.is_closing():
+                return None
+    finally:
+        if not task.done():
+            task.cancel()
 
 
 async def _copy(
-    request: web.Request, upstream: aiohttp.ClientResponse, resp: web.StreamResponse, stopping: asyncio.Event
+    request: web.Request, upstream: aiohttp.ClientResponse, resp: web.StreamResponse, stop: asyncio.Future[Any]
 ) -> None:
     """Copy the kubelet's body as it arrives; stop when it ends, the client has gone or the server stops."""
-    read: asyncio.Task[bytes] | None = None
-    stop = asyncio.ensure_future(stopping.wait())
-    try:
-        while True:
-            if read is None:
-                read = asyncio.ensure_future(upstream.content.readany())
-            done, _ = await asyncio.wait(
-                {read, stop}, timeout=CLIENT_CHECK_SECONDS, return_when=asyncio.FIRST_COMPLETED
-            )
-            if stop in done:
-                return
-            if not done:
-                if request.transport is None or request.transport.is_closing():
-                    return
-                continue
-            try:
-                chunk = read.result()
-            except (aiohttp.ClientError, OSError):
-                return  # the kubelet went away mid-stream: the log simply ends, as upstream's io.Copy does
-            read = None
-            if not chunk:
-                return
-            try:
-                await resp.write(chunk)
-            except ConnectionError:
-                return
-    finally:
-        stop.cancel()
-        if read is not None and not read.done():
-            read.cancel()
+    while True:
+        try:
+            chunk = await _unless_abandoned(request, upstream.content.readany(), stop)
+        except (aiohttp.ClientError, OSError):
+            return  # the kubelet went away mid-stream: the log simply ends, as upstream's io.Copy does
+        if not chunk:
+            return
+        try:
+            await resp.write(chunk)
+        except ConnectionError:
+            return

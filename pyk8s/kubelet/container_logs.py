@@ -9,12 +9,12 @@ for `previous`), cut at the present or at the instance's end. The same pod alway
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..api.gotime import format_utc
 from ..api.meta import parse_time
 from .container_model import behaviour
 
@@ -220,7 +220,8 @@ def format_time(t: float) -> str:
     nanos = round((t - whole) * 1e9)
     if nanos >= 1_000_000_000:
         whole, nanos = whole + 1, 0
-    stamp = dt.datetime.fromtimestamp(whole, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    # Go's form for any year (a status may say a container started in year 1, Go's zero time).
+    stamp = format_utc(whole).removesuffix("Z")
     if nanos:
         stamp += "." + f"{nanos:09d}".rstrip("0")
     return stamp + "Z"

@@ -132,8 +132,9 @@ def _check(doc: Mapping[str, Any], prefix: str) -> None:
             if not isinstance(val, int) or isinstance(val, bool) or not 0 <= val <= 255:
                 raise SimulationError(f"{where}: want an integer 0-255")
         elif key in ("cpu", "memory"):
-            if _quantity(val) is None:
-                raise SimulationError(f"{where}: want a quantity such as 100m or 64Mi")
+            q = _quantity(val)
+            if q is None or q.sign < 0:  # usage is never negative (kubectl top would print it)
+                raise SimulationError(f"{where}: want a quantity >= 0 such as 100m or 64Mi")
         elif key == "logs":
             if not isinstance(val, list) or not all(isinstance(line, str) for line in val):
                 raise SimulationError(f"{where}: want a list of strings")

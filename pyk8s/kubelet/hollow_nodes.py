@@ -33,6 +33,7 @@ from ..component_server import ComponentServer
 from .node_lease import NodeLease, renew_interval
 from .node_status import (
     NodeSpec,
+    addresses,
     conditions_changed,
     healthy_conditions,
     initial_node,
@@ -112,16 +113,29 @@ class HollowNode:
         # Every node checks every 10 s: only the conditions can change, so only they are computed each time.
         conditions = healthy_conditions(rfc3339(), old)
         due = time.monotonic() - self.last_status_write >= STATUS_REPORT_FREQUENCY
-        if not (force or due or conditions_changed(old, conditions)):
+        # The addresses too, as upstream's setters: what another client wrote there is set back at once.
+        addrs = addresses(self.spec)
+        moved = _addresses_differ((self.node.get("status") or {}).get("addresses"), addrs)
+        if not (force or due or moved or conditions_changed(old, conditions)):
             return
         if self._node_info is None:
             self._node_info = node_status(self.spec, rfc3339(), boot_id=self.boot_id)["nodeInfo"]
         # The daemon endpoint too (upstream's DaemonEndpoints setter runs every time): a restarted process
         # serves on a new port.
         endpoint = {"kubeletEndpoint": {"Port": self.spec.port}}
-        patch = {"status": {"conditions": conditions, "nodeInfo": self._node_info, "daemonEndpoints": endpoint}}
+        patch = {
+            "status": {
+                "conditions": conditions, "addresses": addrs, "nodeInfo": self._node_info, "daemonEndpoints": endpoint,
+            }
+        }  # fmt: skip
         self.node = await self.client.patch("nodes", self.spec.name, patch, subresource="status")
         self.last_status_write = time.monotonic()
+
+
+def _addresses_differ(current: Any, wanted: list[dict[str, str]]) -> bool:
+    """Whether the node's addresses lack one of `wanted` (the status patch merges them by type)."""
+    have = {(a.get("type"), a.get("address")) for a in current or () if isinstance(a, dict)}
+    return any((a["type"], a["address"]) not in have for a in wanted)
 
 
 def _refresh(nodes: dict[str, HollowNode], obj: Any) -> None:

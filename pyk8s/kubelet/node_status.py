@@ -162,6 +162,11 @@ def initial_node(spec: NodeSpec, now: str, boot_id: str | None = None) -> dict[s
     return node
 
 
+def addresses(spec: NodeSpec) -> list[dict[str, str]]:
+    """The node's addresses (upstream's NodeAddress setter): the loopback one its kubelet endpoint listens on."""
+    return [{"type": "InternalIP", "address": spec.address}, {"type": "Hostname", "address": spec.name}]
+
+
 def node_status(
     spec: NodeSpec, now: str, previous: Sequence[Mapping[str, Any]] = (), *, boot_id: str | None = None
 ) -> dict[str, Any]:
@@ -172,7 +177,7 @@ def node_status(
         "capacity": capacity(spec),
         "allocatable": allocatable(spec),
         "conditions": healthy_conditions(now, previous),
-        "addresses": [{"type": "InternalIP", "address": spec.address}, {"type": "Hostname", "address": spec.name}],
+        "addresses": addresses(spec),
         "daemonEndpoints": {"kubeletEndpoint": {"Port": spec.port}},
         "nodeInfo": {
             "machineID": machine_id,

@@ -6,7 +6,9 @@ pkg/kubelet/status/generate.go, pkg/kubelet/active_deadline.go, the prober's ini
 Pure: `sync_pod(pod, now, ...)` reads everything from the pod (spec, `pyk8s.io/simulate`, the status written
 before) and returns the status to write, the kubelet actions to report as events and the time of the next
 transition. The status is the state: a process that restarts continues every pod from its stored status, and
-a sync that comes late replays what happened since, at the times it happened.
+a sync that comes late replays what happened since, at the times it happened, as far back as REPLAY_HORIZON:
+what was due before that happens at its start, so that a status from long ago (or one saying year 1) costs a
+few transitions rather than millions.
 
 What the model decides (`container_model.behaviour`): how long each container instance runs and how it exits,
 and when it is ready. Init containers run one at a time in order; a plain init container whose command the model
@@ -51,7 +53,9 @@ KILLED_EXIT_CODE = 137  # SIGKILL: what a runtime reports for a container stoppe
 DEADLINE_REASON = "DeadlineExceeded"
 DEADLINE_MESSAGE = "Pod was active on the node longer than the specified deadline"
 TERMINAL = ("Succeeded", "Failed")
-# Transitions replayed by one sync at most: a pod crash-looping for a day makes a few hundred.
+# How far back a late sync replays; at most a few dozen transitions per container fit in it (back-off).
+REPLAY_HORIZON = 3600
+# Transitions replayed by one sync at most (a safety net: the horizon keeps replays far below it).
 _MAX_STEPS = 10_000
 _BACKOFF_MESSAGE = re.compile(r"back-off (\S+) restarting")
 
@@ -271,6 +275,7 @@ class _Run:
         self.inits = [c for c in containers if c.kind in ("init", "sidecar")]
         self.apps = [c for c in containers if c.kind == "app"]
         self.now = now
+        self.floor = now - REPLAY_HORIZON  # nothing starts or exits earlier than this
         self.actions: list[Action] = []
         self.terminal = False
         self.reason = ""
@@ -303,13 +308,13 @@ class _Run:
         return False
 
     def start(self, c: _Container, at: float, *, restart: bool) -> None:
-        c.state, c.started_at, c.finished_at = "running", math.floor(at), None
+        c.state, c.started_at, c.finished_at = "running", math.floor(max(at, self.floor)), None
         image = str(c.spec.get("image", ""))
         self.actions.append(Action("start", c.path, c.name, image, restart))
 
     def exit(self, c: _Container, at: float) -> None:
         assert c.started_at is not None
-        c.finished_at = math.floor(at)
+        c.finished_at = math.floor(max(at, self.floor))
         c.exit_code = c.model.exit_code
         if c.kind == "init" and c.model.run_seconds is None:
             c.exit_code = 0  # see the module docstring
@@ -421,18 +426,28 @@ def needs_pod_ip(pod: Pod) -> bool:
     return bool(status.get("startTime")) and not status.get("podIP") and status.get("phase") not in TERMINAL
 
 
-def sync_pod(pod: Pod, now: float, host_ip: str, pod_ip: str | None = None) -> PodSync:
+def sync_pod(pod: Pod, now: float, host_ip: str, pod_ip: str | None = None, *, stopping: bool = False) -> PodSync:
     """The next status of `pod` (bound to this node and admitted) at time `now` (seconds since the epoch).
-    `pod_ip` is the sandbox's address, needed when `needs_pod_ip(pod)`."""
+    `pod_ip` is the sandbox's address, needed when `needs_pod_ip(pod)`. With `stopping` (the pod is being
+    deleted) nothing starts any more: what runs is stopped now and the pod's phase is worked out as a terminal
+    pod's (upstream SyncTerminatingPod's final status): Succeeded or Failed once every app container has run,
+    else as it was (a container that never started keeps waiting)."""
     old = pod.get("status") or {}
     if old.get("phase") in TERMINAL:
         return PodSync(dict(old), None)
     if not old.get("startTime"):
+        if stopping:
+            return PodSync(dict(old), None)
         # The first write: admitted, containers being created (the sandbox comes with the next step).
         return PodSync(creating_status(pod, host_ip, rfc3339(now)), now)
     containers = _containers(pod)
     run = _Run(pod, containers, now)
-    next_at = run.run()
+    if stopping:
+        for c in containers:
+            run.kill(c, now)
+        run.terminal, next_at = True, None
+    else:
+        next_at = run.run()
     status = dict(old)
     ip = old.get("podIP") or (host_ip if (pod.get("spec") or {}).get("hostNetwork") else pod_ip)
     if ip:

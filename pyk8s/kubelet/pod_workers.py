@@ -8,8 +8,9 @@ filtered here by node name, rather than one watch per node. A pod of ours goes t
 (ContainerCreating first, then the sandbox and the containers started: two writes for a pod whose containers
 run until deleted) and queues the pod again for the time of its next transition (a container exiting, a restart
 after its back-off, a readiness delay, the active deadline). A pod with nothing due costs nothing until it
-changes. A pod with a deletionTimestamp has its containers stopped and is deleted with grace period 0 and its
-UID as precondition: the confirmation kube-apiserver waits for before the pod disappears.
+changes. A pod with a deletionTimestamp has its containers stopped, its final status written (Failed or
+Succeeded, as a terminal pod's) and is deleted with grace period 0 and its UID as precondition: the confirmation
+kube-apiserver waits for before the pod disappears.
 
 With `events` on (the default; density runs turn them off), each node writes the core/v1 Events its kubelet
 would, from source `kubelet` on the node's host, about each container (`fieldPath spec.containers{name}`):
@@ -77,6 +78,9 @@ class PodWorkers:
         # ContainerCreating write), which must not start it a second time; and a pod seen again unchanged
         # before its next transition costs nothing.
         self._synced: dict[str, tuple[str, float | None]] = {}
+        # The UIDs of pods being deleted whose containers this process stopped: a pod a finalizer holds is seen
+        # again at each update, and is stopped (Killing, the final status) once.
+        self._stopped: set[str] = set()
 
     def _forget(self, pod: Any) -> None:
         obj = getattr(pod, "obj", pod)  # a tombstone carries the last state it knew
@@ -85,6 +89,7 @@ class PodWorkers:
             key = meta_namespace_key(obj)
             self._admitted.get(node, {}).pop(key, None)
             self._synced.pop(key, None)
+            self._stopped.discard(str((obj.get("metadata") or {}).get("uid")))
 
     def _enqueue(self, pod: Mapping[str, Any]) -> None:
         if (pod.get("spec") or {}).get("nodeName") in self.nodes:
@@ -115,16 +120,6 @@ class PodWorkers:
             "uid": md.get("uid"), "resourceVersion": md.get("resourceVersion"), "fieldPath": field_path,
         }  # fmt: skip
         recorder.event(ref, type_, reason, message)
-
-    def _containers(self, pod: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
-        """(fieldPath, container) of the init containers in order, then the app and ephemeral containers."""
-        spec = pod.get("spec") or {}
-        return [
-            (f"spec.{key}{{{c.get('name', '')}}}", c)
-            for key in ("initContainers", "containers", "ephemeralContainers")
-            for c in spec.get(key) or ()
-            if isinstance(c, Mapping)
-        ]
 
     def _report(self, node: str, pod: Mapping[str, Any], actions: list[Action]) -> None:
         """The events of what the kubelet did: image pulls the first time the node needs an image, then each
@@ -187,7 +182,7 @@ class PodWorkers:
         md = pod["metadata"]
         status = pod.get("status") or {}
         if md.get("deletionTimestamp"):
-            await self._confirm_deletion(node.spec.name, key, pod)
+            await self._confirm_deletion(node, key, pod)
             return
         admitted = self._admitted[node.spec.name]
         if status.get("phase") in _TERMINAL:
@@ -234,27 +229,28 @@ class PodWorkers:
         if result is not None and result.next_at is not None:
             self.queue.add_after(key, max(0.0, result.next_at - time.time()))
 
-    async def _confirm_deletion(self, node: str, key: str, pod: Mapping[str, Any]) -> None:
-        """The containers are stopped at once (nothing runs); then the node confirms the deletion."""
+    async def _confirm_deletion(self, node: HollowNode, key: str, pod: Mapping[str, Any]) -> None:
+        """The containers are stopped at once (nothing runs) and the pod's final status written, as the kubelet's
+        SyncTerminatingPod does (a pod a finalizer holds shows Failed or Succeeded); then the node confirms the
+        deletion."""
         md = pod["metadata"]
-        status = pod.get("status") or {}
-        running = {
-            s.get("name")
-            for k in ("initContainerStatuses", "containerStatuses", "ephemeralContainerStatuses")
-            for s in status.get(k) or ()
-            if isinstance(s, Mapping) and "running" in (s.get("state") or {})
-        }
-        if status.get("phase") not in _TERMINAL:
-            for path, c in self._containers(pod):
-                if c.get("name") in running:
-                    self._event(node, pod, path, "Normal", "Killing", f"Stopping container {c.get('name')}")
+        uid = str(md.get("uid"))
+        if uid not in self._stopped:
+            result = sync_pod(pod, time.time(), node.spec.address, stopping=True)
+            if result.status != (pod.get("status") or {}):
+                try:
+                    await self._write_status(pod, result.status)
+                except errors.NotFound:
+                    result.actions.clear()  # gone meanwhile: nothing was left to stop
+            self._stopped.add(uid)
+            self._report(node.spec.name, pod, result.actions)
         try:
             await self.client.delete(
                 "pods", md["name"], md.get("namespace"), grace_period_seconds=0, preconditions={"uid": md["uid"]}
             )
         except (errors.NotFound, errors.Conflict):
             pass  # gone already, or a new pod of the same name: not ours to delete
-        self._admitted[node].pop(key, None)
+        self._admitted[node.spec.name].pop(key, None)
         self._synced.pop(key, None)
 
     async def _write_status(self, pod: Mapping[str, Any], status: Mapping[str, Any]) -> dict[str, Any]:

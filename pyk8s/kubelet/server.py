@@ -12,6 +12,7 @@ kubelet with no --tls-cert-file does; the API server does not verify it (no --ku
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Collection, Mapping
@@ -19,7 +20,7 @@ from typing import Any
 
 from aiohttp import web
 
-from ..apiserver.certs import self_signed_server_context
+from ..component_server import serve_https
 from .container_logs import (
     ContainerLogError,
     Instance,
@@ -87,6 +88,8 @@ class KubeletServer:
         self.clock = clock
         self.port: int | None = None
         self._runner: web.AppRunner | None = None
+        # Set by stop(): following streams end at once rather than hold the shutdown for aiohttp's 60 s.
+        self._stopping = asyncio.Event()
 
     def _app(self) -> web.Application:
         app = web.Application()
@@ -97,22 +100,12 @@ class KubeletServer:
         return app
 
     async def start(self) -> None:
-        self._runner = web.AppRunner(self._app(), access_log=None, handle_signals=False)
-        await self._runner.setup()
-        ssl_ctx = self_signed_server_context(["localhost", "127.0.0.1", self.bind_address])
-        site = web.TCPSite(self._runner, self.bind_address, self.requested_port, ssl_context=ssl_ctx)
-        try:
-            await site.start()
-        except OSError:
-            await self._runner.cleanup()
-            self._runner = None
-            raise
-        server = getattr(site, "_server", None)
-        sockets = getattr(server, "sockets", None) or []
-        self.port = sockets[0].getsockname()[1] if sockets else self.requested_port
+        self._stopping.clear()
+        self._runner, self.port = await serve_https(self._app(), self.bind_address, self.requested_port)
         log.info("kubelet endpoint of the simulated nodes on https://%s:%s", self.bind_address, self.port)
 
     async def stop(self) -> None:
+        self._stopping.set()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -175,7 +168,7 @@ class KubeletServer:
         """Write the instance's lines as they become due, until it ends, another instance replaces it, or the
         pod goes away (the kubelet follows a log file until its container stops)."""
         unbounded = LogOptions(timestamps=opts.timestamps, since_seconds=opts.since_seconds, since_time=opts.since_time)
-        while not out.full:
+        while not out.full and not self._stopping.is_set():
             if request.transport is None or request.transport.is_closing():
                 return  # the API server hung up (kubectl was interrupted)
             pod = self._pod(ns, name)
@@ -202,4 +195,5 @@ class KubeletServer:
                 wait = min(wait, max(upcoming[shown][0] - now, 0.0))
             if end is not None:
                 wait = min(wait, max(end - now, 0.0))
-            await asyncio.sleep(wait)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), wait)

@@ -4,14 +4,14 @@ a deleted node's subnet goes to the node that was waiting."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from pyk8s.testing.cluster import APIServerProcess
 from pyk8s.testing.components import ComponentProcess
+from pyk8s.testing.polling import wait_for
 
 FLAGS = ("--no-leader-elect", "--controllers", "nodeipam", "--allocate-node-cidrs", "--cluster-cidr", "10.10.0.0/23",
          "--node-cidr-mask-size", "24")  # fmt: skip
@@ -22,15 +22,6 @@ def server() -> Iterator[APIServerProcess]:
     proc = APIServerProcess().start()
     yield proc
     proc.cleanup()
-
-
-def wait_for(what: str, check: Callable[[], Any], timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (got := check()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
-    return got
 
 
 def cidr(server: APIServerProcess, name: str) -> str | None:

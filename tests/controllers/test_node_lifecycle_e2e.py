@@ -15,6 +15,7 @@ import pytest
 
 from pyk8s.testing.cluster import APIServerProcess
 from pyk8s.testing.components import ComponentProcess
+from pyk8s.testing.polling import wait_for
 
 GRACE = 20  # seconds: twice the kubelet's 10 s lease renewal (upstream wants a few renewals per grace period)
 UNREACHABLE = "node.kubernetes.io/unreachable"
@@ -45,17 +46,6 @@ def nodes_process(server: APIServerProcess, prefix: str, count: int) -> Componen
         "nodes", server.kubeconfig, "--count", str(count), "--name-prefix", prefix, log_dir=server.dir,
         secure_port=False,
     )  # fmt: skip
-
-
-def wait_for(what: str, check: Callable[[], Any], timeout: float, logs: Callable[[], str] = lambda: "") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        got = check()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}\n{logs()}")
-        time.sleep(0.2)
 
 
 def get(server: APIServerProcess, path: str) -> Any:

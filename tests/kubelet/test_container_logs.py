@@ -117,3 +117,11 @@ def test_parse_options():
         with pytest.raises(LogOptionsError) as e:
             parse_options(bad)
         assert (e.value.code, str(e.value)) == (code, message)
+
+
+def test_timestamps_of_any_year_are_gos():
+    # Go's zero time as a status's startedAt, and a line half a second after it: Go writes year 1 as 0001.
+    year_one = -62135596800
+    assert format_time(year_one) == "0001-01-01T00:00:00Z"
+    assert format_time(year_one + 0.5) == "0001-01-01T00:00:00.5Z"
+    assert format_time(253402300800.25) == "10000-01-01T00:00:00.25Z"

@@ -80,6 +80,8 @@ def test_exit_code_alone_exits_at_once_and_per_container_keys_win() -> None:
         ({"exitCode": 256}, "want an integer 0-255"),
         ({"exitCode": True}, "want an integer 0-255"),
         ({"cpu": "lots"}, "want a quantity"),
+        ({"cpu": "-1"}, "want a quantity >= 0"),
+        ({"containers": {"app": {"memory": "-64Mi"}}}, "containers.app.memory: want a quantity >= 0"),
         ({"logs": "one"}, "want a list of strings"),
         ({"containers": {"app": {"containers": {}}}}, "containers.app.containers: unknown key"),
     ],

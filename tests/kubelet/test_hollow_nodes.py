@@ -8,13 +8,14 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from pyk8s.testing.cluster import APIServerProcess
 from pyk8s.testing.components import ComponentProcess
+from pyk8s.testing.polling import wait_for
 
 
 @pytest.fixture(scope="module", params=["sqlite", "etcd"])
@@ -29,17 +30,6 @@ def apiserver(request: pytest.FixtureRequest) -> Iterator[APIServerProcess]:
 def kubectl_json(server: APIServerProcess, *args: str) -> Any:
     out = server.kubectl(*args, "-o", "json", check=True)
     return json.loads(out.stdout)
-
-
-def wait_for(what: str, check: Callable[[], Any], timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        got = check()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.2)
 
 
 def nodes_with_prefix(server: APIServerProcess, prefix: str) -> dict[str, Any]:

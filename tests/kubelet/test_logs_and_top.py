@@ -9,7 +9,7 @@ import os
 import re
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,6 +17,7 @@ import pytest
 from pyk8s.api.meta import parse_time
 from pyk8s.testing.cluster import APIServerProcess, kubectl_binary
 from pyk8s.testing.components import ComponentProcess, get_unverified
+from pyk8s.testing.polling import wait_for
 
 PODS = """
 apiVersion: v1
@@ -100,17 +101,6 @@ def cluster() -> Iterator[APIServerProcess]:
     finally:
         nodes.stop()
         server.cleanup()
-
-
-def wait_for(what: str, check: Callable[[], Any], timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        got = check()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.2)
 
 
 def kubectl_json(server: APIServerProcess, *args: str) -> Any:
@@ -361,3 +351,18 @@ def test_top_pods(cluster):
     assert metrics["kind"] == "PodMetrics" and metrics["window"] == "15s"
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", metrics["timestamp"])
     assert metrics["containers"][0] == {"name": "a", "usage": {"cpu": "250m", "memory": "64Mi"}}
+
+
+def test_a_node_address_another_client_changed_is_set_back(cluster):
+    # Its kubelet's next status check (every 10 s) writes the loopback address again, as upstream's setters do.
+    patch = '{"status":{"addresses":[{"type":"InternalIP","address":"10.1.2.4"},{"type":"Hostname","address":"lt-0"}]}}'
+    cluster.kubectl("patch", "node", "lt-0", "--subresource=status", "--type=merge", "-p", patch, check=True)
+    assert kubectl_err(cluster, "logs", "echo").startswith('Error from server (BadRequest): node "lt-0" has kubelet')
+
+    def internal_ip() -> str | None:
+        addresses = kubectl_json(cluster, "get", "node", "lt-0")["status"]["addresses"]
+        found = {a["type"]: a["address"] for a in addresses}.get("InternalIP")
+        return found if found == "127.0.0.1" else None
+
+    wait_for("the node's own address back", internal_ip, timeout=30)
+    assert kubectl_ok(cluster, "logs", "echo") == "hi\nthere\n"

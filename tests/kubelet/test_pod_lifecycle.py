@@ -17,6 +17,7 @@ from pyk8s.kubelet.container_model import ANNOTATION
 from pyk8s.kubelet.pod_lifecycle import (
     DEADLINE_MESSAGE,
     KILLED_EXIT_CODE,
+    REPLAY_HORIZON,
     PodSync,
     needs_pod_ip,
     sync_pod,
@@ -409,3 +410,51 @@ def test_a_late_sync_agrees_with_syncs_on_time(pod: dict[str, Any], horizon: int
     late.sync(T0 + horizon)
     assert late.pod["status"]["phase"] == on_time.pod["status"]["phase"]
     assert all_statuses(late.pod["status"]) == all_statuses(on_time.pod["status"])
+
+
+@pytest.mark.parametrize("started", ["2020-01-01T00:00:00Z", "0001-01-01T00:00:00Z"])
+def test_a_status_from_long_ago_replays_only_the_last_hour(started: str) -> None:
+    # A crash-looping container whose status (ours from long ago, or another client's) says it started years
+    # back: the sync catches up at once, with an hour's restarts, rather than a few million a second at a time.
+    pod = make_pod(c("app"), simulate={"runSeconds": 0, "exitCode": 1})
+    last = {"exitCode": 1, "reason": "Error", "startedAt": started, "finishedAt": started, "containerID": "x://1"}
+    pod["status"] = {
+        "phase": "Running", "startTime": started, "podIP": "10.244.0.2",
+        "containerStatuses": [{
+            "name": "app", "image": "busybox", "imageID": "", "ready": True, "restartCount": 3,
+            "state": {"running": {"startedAt": started}}, "lastState": {"terminated": last},
+        }],
+    }  # fmt: skip
+    k = Kubelet(pod)
+    first = k.sync()
+    assert len([a for a in first.actions if a.kind == "start"]) < 40
+    assert first.next_at is not None and first.next_at > T0 + 5
+    assert k.sync().actions == []  # caught up
+    status = k.status()
+    assert 3 < status["restartCount"] < 40
+    assert secs(status["lastState"]["terminated"]["finishedAt"]) >= -REPLAY_HORIZON
+
+
+def test_a_pod_being_deleted_is_stopped_and_ends_terminal() -> None:
+    k = Kubelet(make_pod(c("app", "nginx"), c("done", "true"), policy="OnFailure"))
+    k.run_until(T0 + 5)
+    assert k.pod["status"]["phase"] == "Running"
+    final = sync_pod(k.pod, T0 + 10, HOST, stopping=True)
+    assert [(a.kind, a.name) for a in final.actions] == [("kill", "app")]
+    app, done = final.status["containerStatuses"]
+    assert app["state"]["terminated"]["exitCode"] == KILLED_EXIT_CODE and app["ready"] is False
+    assert done["state"]["terminated"]["exitCode"] == 0
+    assert final.status["phase"] == "Failed" and final.next_at is None
+    ready = next(x for x in final.status["conditions"] if x["type"] == "Ready")
+    assert (ready["status"], ready.get("reason")) == ("False", "PodFailed")
+    # Stopped again (another update of a pod a finalizer holds): nothing more happens.
+    k.pod["status"] = final.status
+    assert sync_pod(k.pod, T0 + 20, HOST, stopping=True) == PodSync(final.status, None)
+
+
+def test_a_pod_deleted_before_it_started_stays_as_it_was() -> None:
+    k = Kubelet(make_pod(c("app", "nginx")))
+    assert sync_pod(k.pod, T0, HOST, stopping=True) == PodSync(k.pod["status"], None)
+    k.sync()  # ContainerCreating
+    final = sync_pod(k.pod, T0 + 1, HOST, stopping=True)
+    assert final.actions == [] and final.status["phase"] == "Pending"

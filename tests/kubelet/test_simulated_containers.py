@@ -5,6 +5,7 @@ containers before the app, `kubectl debug`, and a restarted process carrying on 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,8 +14,9 @@ import pytest
 from pyk8s.api.gotime import parse
 from pyk8s.testing.cluster import APIServerProcess
 from pyk8s.testing.components import ComponentProcess
+from pyk8s.testing.polling import wait_for
 
-from .test_hollow_nodes import kubectl_json, nodes_with_prefix, wait_for
+from .test_hollow_nodes import kubectl_json, nodes_with_prefix
 
 NODE = "sc-0"
 
@@ -199,3 +201,28 @@ def test_a_restarted_process_carries_on_from_the_stored_statuses(cluster):
     assert target["containerStatuses"][0]["state"] == before["target"]["containerStatuses"][0]["state"]
     assert target["podIP"] == before["target"]["podIP"]
     assert get(server, "hello")["status"] == before["hello"]
+
+
+def test_a_pod_a_finalizer_holds_is_stopped_once(cluster):
+    server, _ = cluster
+    held = pod("held", {"name": "app", "image": "nginx"})
+    held["metadata"]["finalizers"] = ["example.com/hold"]
+    server.kubectl("create", "-f", "-", input=json.dumps(held), check=True)
+    wait_for("Running", lambda: get(server, "held")["status"].get("phase") == "Running")
+    server.kubectl("delete", "pod", "held", "--wait=false", check=True)
+
+    def killing() -> list[dict[str, Any]]:
+        items = kubectl_json(server, "get", "events", "--field-selector", "involvedObject.name=held")["items"]
+        return [e for e in items if e["reason"] == "Killing"]
+
+    wait_for("the Killing event", killing)
+    for i in range(3):  # each update shows the node the terminating pod again
+        server.kubectl("label", "pod", "held", f"round={i}", "--overwrite", check=True)
+    time.sleep(2)  # the node's event writes (correlated into one Event's count) would have landed by now
+    assert [e.get("count", 1) for e in killing()] == [1]
+    # The node wrote the final status, as a kubelet does before it confirms the deletion.
+    status = get(server, "held")["status"]
+    assert status["phase"] == "Failed"
+    assert status["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 137
+    server.kubectl("patch", "pod", "held", "--type=merge", "-p", '{"metadata":{"finalizers":null}}', check=True)
+    wait_for("the pod gone", lambda: server.kubectl("get", "pod", "held").returncode != 0)

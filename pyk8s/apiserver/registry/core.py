@@ -211,6 +211,10 @@ def _validate_pod_spec(spec: dict[str, Any], path: str) -> list[FieldError]:
     tg = spec.get("terminationGracePeriodSeconds")
     if tg is not None and (not isinstance(tg, int) or tg < 0):
         errs.append(e.invalid(f"{path}.terminationGracePeriodSeconds", tg, "must be greater than or equal to 0"))
+    node_name = spec.get("nodeName")
+    if isinstance(node_name, str) and node_name:
+        # A node's name: what the kubelet, pods/log and pod GC look up ("a/b" or ".." would be other paths).
+        errs += [e.invalid(f"{path}.nodeName", node_name, msg) for msg in v.name_is_dns_subdomain(node_name, False)]
     vols: set[str] = set()
     for i, vol in enumerate(spec.get("volumes") or []):
         vname = vol.get("name", "") if isinstance(vol, dict) else ""

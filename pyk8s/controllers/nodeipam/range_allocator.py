@@ -21,6 +21,7 @@ from ...client.events import EventBroadcaster
 from ...client.rest import RESTClient
 from ...client.workqueue import RateLimitingQueue, ShutDown
 from .. import nodeutil
+from ..workers import run_workers
 from .cidrset import CIDRSet, CIDRSetError, IPNetwork
 
 log = logging.getLogger(__name__)
@@ -91,20 +92,8 @@ class NodeIpamController:
         # The existing nodes' subnets first, so that nothing handed out now collides with them.
         for node in self.nodes.indexer.list():
             self.occupy_cidrs(node)
-        events = self.broadcaster.start()
         tasks = [asyncio.create_task(self._worker()) for _ in range(WORKERS)]
-        try:
-            await asyncio.gather(*tasks)
-        finally:
-            self.queue.shut_down()
-            for t in tasks:
-                t.cancel()
-            # Cancellation may come twice (the manager's and ours): the events stop whatever happens.
-            try:
-                await asyncio.gather(*tasks, return_exceptions=True)
-                await self.broadcaster.shutdown(timeout=5.0)
-            finally:
-                events.cancel()
+        await run_workers(tasks, [self.queue], self.broadcaster)
 
     async def _worker(self) -> None:
         while True:

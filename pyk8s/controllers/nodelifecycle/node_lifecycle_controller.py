@@ -30,6 +30,7 @@ from ...client.rest import RESTClient
 from ...client.workqueue import Queue, RateLimitingQueue, ShutDown
 from .. import nodeutil
 from ..nodeutil import TAINT_NOT_READY, TAINT_UNREACHABLE
+from ..workers import run_workers
 from .rate_limited_queue import NODE_EVICTION_PERIOD, NODE_HEALTH_UPDATE_RETRY, RateLimitedTimedQueue, TimedValue
 from .zones import EvictionRates, ZoneState
 
@@ -132,24 +133,11 @@ class NodeLifecycleController:
 
     async def run(self) -> None:
         await asyncio.gather(self.nodes.wait_for_sync(), self.leases.wait_for_sync(), self.pods.wait_for_sync())
-        events = self.broadcaster.start()
         tasks = [asyncio.create_task(self._node_worker()) for _ in range(NODE_UPDATE_WORKERS)]
         tasks += [asyncio.create_task(self._pod_worker()) for _ in range(POD_UPDATE_WORKERS)]
         tasks.append(asyncio.create_task(self._every(NODE_EVICTION_PERIOD, self.do_no_execute_tainting_pass)))
         tasks.append(asyncio.create_task(self._every(self.node_monitor_period, self.monitor_node_health)))
-        try:
-            await asyncio.gather(*tasks)
-        finally:
-            self.node_queue.shut_down()
-            self.pod_queue.shut_down()
-            for t in tasks:
-                t.cancel()
-            # Cancellation may come twice (the manager's and ours): the events stop whatever happens.
-            try:
-                await asyncio.gather(*tasks, return_exceptions=True)
-                await self.broadcaster.shutdown(timeout=5.0)
-            finally:
-                events.cancel()
+        await run_workers(tasks, [self.node_queue, self.pod_queue], self.broadcaster)
 
     async def _every(self, period: float, fn: Any) -> None:
         while True:

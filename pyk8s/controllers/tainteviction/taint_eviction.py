@@ -24,6 +24,7 @@ from ...client.rest import RESTClient
 from ...client.workqueue import Queue, ShutDown
 from ...scheduler.plugins.helper import tolerates
 from .. import nodeutil
+from ..workers import run_workers
 from .timed_workers import TimedWorkerQueue
 
 log = logging.getLogger(__name__)
@@ -109,22 +110,8 @@ class TaintEvictionController:
 
     async def run(self) -> None:
         await asyncio.gather(self.nodes.wait_for_sync(), self.pods.wait_for_sync())
-        events = self.broadcaster.start()
         tasks = [asyncio.create_task(self._node_worker()), asyncio.create_task(self._pod_worker())]
-        try:
-            await asyncio.gather(*tasks)
-        finally:
-            self.node_queue.shut_down()
-            self.pod_queue.shut_down()
-            self.evictions.shut_down()
-            for t in tasks:
-                t.cancel()
-            # Cancellation may come twice (the manager's and ours): the events stop whatever happens.
-            try:
-                await asyncio.gather(*tasks, return_exceptions=True)
-                await self.broadcaster.shutdown(timeout=5.0)
-            finally:
-                events.cancel()
+        await run_workers(tasks, [self.node_queue, self.pod_queue, self.evictions], self.broadcaster)
 
     async def _node_worker(self) -> None:
         while True:
