@@ -417,8 +417,8 @@ def gb(n: int) -> str:
 
 
 def print_idle(r: IdleResult) -> None:
-    t = Table(title=f"idle heartbeat cost: {r.nodes} idle nodes, {r.seconds:.0f} s window "
-                    f"(registered and holding Leases after {r.register_seconds:.0f} s)")  # fmt: skip
+    console.print(f"{r.nodes} nodes registered and holding Leases after {r.register_seconds:.0f} s")
+    t = Table(title=f"idle heartbeat cost: {r.nodes} idle nodes, {r.seconds:.0f} s")
     for c in ("process", "CPU % of one core", "RSS"):
         t.add_column(c, justify="right")
     for name, pct in r.cpu_pct.items():
