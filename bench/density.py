@@ -45,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from scheduler_perf import cpu_seconds, create_many, node_template
 
+from pyk8s.api.meta import parse_time
 from pyk8s.client.kubeconfig import load_kubeconfig
 from pyk8s.client.rest import RESTClient
 from pyk8s.supervisor import component_command, component_env
@@ -241,6 +242,7 @@ class PodsResult:
     create_errors: int
     cpu: dict[str, float]  # process name -> CPU seconds during the phase
     rss: dict[str, int]  # process name -> peak RSS bytes
+    stalest_lease: float | None  # the oldest node Lease renewal seen during the phase, seconds (None: no nodes)
 
     @property
     def throughput(self) -> float:
@@ -259,6 +261,10 @@ async def run_pods(client: RESTClient, label: str, prefix: str, n: int, args: ar
     creator = asyncio.create_task(create_pods(client, prefix, n, args.rate, args.concurrency, times))
     samples: list[tuple[float, int]] = []
     last_count, last_change = -1, time.monotonic()
+    # Whether the heartbeats keep up while the API server is busy with pods: a Lease older than its 40 s
+    # duration would make the node-lifecycle controller call the node unreachable.
+    stalest = [0.0]
+    leases = asyncio.create_task(watch_lease_ages(client, stalest)) if running else None
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TextColumn("{task.fields[info]}"), console=console, transient=True) as progress:  # fmt: skip
         created = progress.add_task(f"{label}: created", total=n, info="")
@@ -287,12 +293,30 @@ async def run_pods(client: RESTClient, label: str, prefix: str, n: int, args: ar
     await creator
     samples.append((time.monotonic() - start, len(done_map)))
     watcher.cancel()
+    if leases is not None:
+        leases.cancel()
     cpu = {p.name: p.cpu() - cpu_before[p.name] for p in procs}
     rss = {p.name: rss_bytes(p.pid)[1] for p in procs}
     lat = [done_map[k] - t for k, t in times.sent.items() if k in done_map]
     bound_lat = [times.bound[k] - t for k, t in times.sent.items() if k in times.bound]
     end = max(done_map.values(), default=start)
-    return PodsResult(label, what, n, len(lat), lat, bound_lat, end - start, samples, times.create_errors, cpu, rss)
+    return PodsResult(label, what, n, len(lat), lat, bound_lat, end - start, samples, times.create_errors, cpu, rss,
+                      stalest[0] if running else None)  # fmt: skip
+
+
+async def watch_lease_ages(client: RESTClient, stalest: list[float]) -> None:
+    """Every 15 s, the age of the least recently renewed node Lease; the largest one seen goes in `stalest[0]`."""
+    while True:
+        await asyncio.sleep(15.0)
+        try:
+            items = (await client.list("leases", LEASE_NS))["items"]
+        except ConnectionError:
+            continue
+        now = time.time()
+        for lease in items:
+            renewed = (lease.get("spec") or {}).get("renewTime")
+            if renewed:
+                stalest[0] = max(stalest[0], now - parse_time(renewed).timestamp())
 
 
 # -- phases -----------------------------------------------------------------------------------------------------
@@ -445,6 +469,9 @@ def print_pods(main: PodsResult | None, base: PodsResult | None) -> None:
         t.add_row("ratio (Running / baseline bound)", "", "", *(f"{x:.1f}x" for x in ratio),
                   f"{main.throughput / max(base.throughput, 1e-9):.2f}x", "")  # fmt: skip
     console.print(t)
+    if main is not None and main.stalest_lease is not None:
+        console.print(f"while the pods started, the stalest node Lease was {main.stalest_lease:.1f} s old "
+                      f"(renewed every ~10 s; a node is unreachable after 40 s)")  # fmt: skip
     t = Table(title="process cost during the pods phase")
     for c in ("run", "process", "CPU s", "CPU µs per pod", "peak RSS"):
         t.add_column(c, justify="right")

@@ -7,7 +7,8 @@ of requests in flight at once, each holding its own keep-alive connection (the c
 the pool closes once idle and must open again, with a TLS handshake on both sides, at the next burst. Here one
 heap holds every job's due time and the loop wakes every `TICK` to take what is due: a job that needs no request
 (a status check that finds nothing changed) runs right there; one that does goes to one of `workers` tasks, so
-at most that many requests are in flight and the connection pool stays that small.
+at most that many requests are in flight. While the API server answers quickly only a few are busy, and the
+connection pool (most recently used first) keeps only those warm.
 
 A job is a callable returning the seconds until its next run, or an awaitable of them that a worker awaits; the
 next run is counted from when it ends (upstream's JitterUntil with sliding periods).
@@ -26,10 +27,20 @@ log = logging.getLogger(__name__)
 
 Job = Callable[[], "float | Coroutine[Any, Any, float]"]
 
-# Requests in flight at most: 5,000 nodes renew ~500 leases a second; at 10 ms a request that is 5 busy workers.
-# 128 keep up while the API server answers within 250 ms (ours, saturated by 64 clients' lease PUTs on a slow
-# 2-core machine, answers in ~70 ms at the median and 400 ms at p99).
+# Requests in flight at most, whatever the node count: an idle API server answers a lease PUT in a few ms, so 500
+# renewals a second keep ~5 workers busy; a busy one takes longer (ours, saturated by 64 clients' lease PUTs on
+# a slow 2-core machine: ~70 ms at the median, 400 ms at p99).
 WORKERS = 128
+# ... and one per this many nodes: each renews once per 10 s, so with a worker per 10 nodes renewals keep their
+# pace as long as the API server answers within a second (5,000 nodes: 500 workers).
+NODES_PER_WORKER = 10
+
+
+def workers_for(nodes: int) -> int:
+    """How many workers `nodes` nodes' heartbeats need (see NODES_PER_WORKER)."""
+    return max(WORKERS, nodes // NODES_PER_WORKER)
+
+
 # How often the loop wakes: a job runs up to this late (a kubelet's own jitter is up to 400 ms), and the loop
 # wakes 20 times a second however many nodes there are, not once per job.
 TICK = 0.05

@@ -27,7 +27,7 @@ from ..api.meta import rfc3339
 from ..client.flowcontrol import retry_delay
 from ..client.rest import RESTClient
 from ..component_server import ComponentServer
-from .heartbeats import Heartbeats, Job
+from .heartbeats import Heartbeats, Job, workers_for
 from .node_lease import NodeLease, renew_interval
 from .node_status import (
     NodeSpec,
@@ -148,7 +148,7 @@ class HollowNodes:
         self.nodes = [HollowNode(client, s, i) for i, s in enumerate(specs)]
         self.pods = PodWorkers(client, {n.spec.name: n for n in self.nodes}, events=events)
         self._rng = random.Random(seed)
-        self.heartbeats = Heartbeats()
+        self.heartbeats = Heartbeats(workers_for(len(self.nodes)))
         self.registered = asyncio.Event()
         self.serving = ComponentServer(
             "nodes", bind_address=bind_address, secure_port=secure_port, port_file=port_file,

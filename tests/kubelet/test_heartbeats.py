@@ -110,3 +110,9 @@ async def test_cancelled_clock_leaves_no_unawaited_work(recwarn):
     await run_for(clock, 0.2)
     gc.collect()
     assert not [w for w in recwarn if "never awaited" in str(w.message)]
+
+
+def test_workers_grow_with_the_nodes():
+    # One renewal per node every 10 s: a worker per 10 nodes keeps pace while requests take up to a second.
+    assert heartbeats.workers_for(3) == heartbeats.WORKERS
+    assert heartbeats.workers_for(5000) == 500
