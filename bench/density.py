@@ -242,7 +242,7 @@ class PodsResult:
     create_errors: int
     cpu: dict[str, float]  # process name -> CPU seconds during the phase
     rss: dict[str, int]  # process name -> peak RSS bytes
-    stalest_lease: float | None  # the oldest node Lease renewal seen during the phase, seconds (None: no nodes)
+    stalest_lease: float | None  # the oldest node Lease renewal seen during the phase, seconds (None: not seen)
 
     @property
     def throughput(self) -> float:
@@ -263,7 +263,7 @@ async def run_pods(client: RESTClient, label: str, prefix: str, n: int, args: ar
     last_count, last_change = -1, time.monotonic()
     # Whether the heartbeats keep up while the API server is busy with pods: a Lease older than its 40 s
     # duration would make the node-lifecycle controller call the node unreachable.
-    stalest = [0.0]
+    stalest = [-1.0]  # not sampled yet
     leases = asyncio.create_task(watch_lease_ages(client, stalest)) if running else None
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TextColumn("{task.fields[info]}"), console=console, transient=True) as progress:  # fmt: skip
@@ -301,7 +301,7 @@ async def run_pods(client: RESTClient, label: str, prefix: str, n: int, args: ar
     bound_lat = [times.bound[k] - t for k, t in times.sent.items() if k in times.bound]
     end = max(done_map.values(), default=start)
     return PodsResult(label, what, n, len(lat), lat, bound_lat, end - start, samples, times.create_errors, cpu, rss,
-                      stalest[0] if running else None)  # fmt: skip
+                      stalest[0] if running and stalest[0] >= 0 else None)  # fmt: skip
 
 
 async def watch_lease_ages(client: RESTClient, stalest: list[float]) -> None:
