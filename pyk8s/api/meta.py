@@ -56,8 +56,16 @@ def _rfc3339_now(second: int) -> str:
 
 def rfc3339_micro(t: dt.datetime | None = None) -> str:
     """A `metav1.MicroTime` (events' eventTime, leases' renewTime): microseconds, UTC, `Z`."""
-    t = t or now()
+    if t is None:
+        # Every lease renewal stamps one (5,000 nodes: 500 a second): the seconds are formatted once a second.
+        us = time.time_ns() // 1000
+        return f"{_rfc3339_second(us // 1_000_000)}.{us % 1_000_000:06d}Z"
     return t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@functools.lru_cache(maxsize=2)
+def _rfc3339_second(second: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
 
 
 def parse_time(value: str) -> dt.datetime:

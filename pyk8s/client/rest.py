@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -43,6 +44,8 @@ PATCH_CONTENT_TYPES: dict[str, str] = {
 ResourceLike = Resource | str
 _READS = frozenset({"GET", "HEAD", "OPTIONS"})
 # Failures of a connection the server never accepted: the request was not sent, so any verb may be sent again.
+# A request path made only of characters yarl leaves as they are.
+_PLAIN_PATH = re.compile(r"/[A-Za-z0-9/._~-]*")
 _NEVER_SENT = (ConnectError, aiohttp.ClientConnectorError, ConnectionRefusedError)
 _T = TypeVar("_T")
 _NOT_ALLOWED_TEXT = {401: "Unauthorized", 403: "Forbidden", 404: "the server could not find the requested resource"}
@@ -150,6 +153,8 @@ class RESTClient:
         self._session: aiohttp.ClientSession | None = None
         self._ssl = config.ssl_context()
         self.user_agent = config.user_agent or f"pyk8s/{__version__}"
+        # What yarl puts before a request's path when it is appended to the server URL (a proxy's prefix, if any).
+        self._base_path = URL(config.server + "/x").raw_path[:-2]
         # Requests with a whole answer (every verb, but not watches) go over this pool.
         self.transport = HTTPTransport(
             config.server, self._ssl, server_hostname=config.tls_server_name, timeout=config.timeout
@@ -263,11 +268,16 @@ class RESTClient:
     ) -> bytes:
         """A request with a whole answer, over `transport`, with rate limiting and retries: the 2xx answer's
         body, or the typed error."""
-        # The request target exactly as aiohttp made it from the same URL and params (yarl's quoting).
-        url = URL(self.config.server + path)
-        if params:
-            url = url.extend_query(params)
-        target = url.raw_path_qs
+        if not params and _PLAIN_PATH.fullmatch(path) and "/." not in path:
+            # Nothing yarl would quote or normalize (the common case: names are DNS labels): skip parsing a URL
+            # per request.
+            target = self._base_path + path
+        else:
+            # The request target exactly as aiohttp made it from the same URL and params (yarl's quoting).
+            url = URL(self.config.server + path)
+            if params:
+                url = url.extend_query(params)
+            target = url.raw_path_qs
 
         async def attempt() -> bytes | _Refusal:
             resp = await self.transport.request(method, target, self._header_fields(content_type, accept), body)

@@ -61,6 +61,22 @@ class NodeLease:
             ]
         return lease
 
+    def _renewed(self, lease: dict[str, Any]) -> dict[str, Any]:
+        """The cached Lease (the server's last answer, ours alone) with a new renewTime: changed in place, as
+        5,000 nodes renew 500 times a second and a copy of it each time is work for nothing."""
+        spec = lease.get("spec")
+        md = lease.get("metadata")
+        if (
+            not isinstance(spec, dict)
+            or not isinstance(md, dict)
+            or spec.get("holderIdentity") != self.node_name
+            or spec.get("leaseDurationSeconds") != LEASE_DURATION_SECONDS
+            or not md.get("ownerReferences")
+        ):
+            return self._new_lease(lease)  # someone else changed it, or the owner is not set yet: the full path
+        spec["renewTime"] = rfc3339_micro()
+        return lease
+
     async def renew(self) -> None:
         """One renewal; raises the API error of the last try when none succeeds."""
         if self._lease is None:
@@ -68,7 +84,7 @@ class NodeLease:
             return
         for attempt in range(MAX_UPDATE_RETRIES):
             try:
-                self._lease = await self.client.update(_LEASES, self._new_lease(self._lease), NODE_LEASE_NAMESPACE)
+                self._lease = await self.client.update(_LEASES, self._renewed(self._lease), NODE_LEASE_NAMESPACE)
                 return
             except (errors.Conflict, errors.NotFound):
                 if attempt == MAX_UPDATE_RETRIES - 1:

@@ -8,6 +8,7 @@ import time
 
 import pytest
 from aiohttp import web
+from yarl import URL
 
 from pyk8s.api import errors
 from pyk8s.client.flowcontrol import TokenBucket
@@ -159,11 +160,13 @@ class Peer:
     def __init__(self, script: list[tuple[int, dict[str, str]]]) -> None:
         self.script = script
         self.requests: list[tuple[str, str]] = []
+        self.targets: list[str] = []  # as sent, not decoded
         self.port = free_port()
         self.runner: web.AppRunner | None = None
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         self.requests.append((request.method, request.path))
+        self.targets.append(request.raw_path)
         status, headers = self.script.pop(0) if self.script else (200, {})
         if status == 0:  # drop the connection without an answer
             assert request.transport is not None
@@ -196,6 +199,27 @@ class Peer:
 
 def peer_config(port: int) -> ClientConfig:
     return ClientConfig(server=f"http://127.0.0.1:{port}", qps=-1)
+
+
+async def test_request_targets_are_the_ones_yarl_makes():
+    # A plain path skips yarl but must go out exactly as yarl would have made it: after the server URL's own
+    # path, unquoted; one with something to quote or a dot segment still goes through yarl.
+    peer = await Peer([]).start()
+    try:
+        for server in (f"http://127.0.0.1:{peer.port}", f"http://127.0.0.1:{peer.port}/pre/fix"):
+            peer.targets.clear()
+            paths = ["/api/v1/namespaces/default/configmaps/x", "/api/v1/namespaces/d/configmaps/a b~c",
+                     "/api/v1/x/../y", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n-1.z"]  # fmt: skip
+            async with RESTClient(ClientConfig(server=server, qps=-1)) as c:
+                for path in paths:
+                    await c.request("GET", path)
+                await c.request("GET", paths[0], params={"resourceVersion": "0"})
+            want = [URL(server + p).raw_path_qs for p in paths] + [
+                URL(server + paths[0] + "?resourceVersion=0").raw_path_qs
+            ]
+            assert peer.targets == want
+    finally:
+        await peer.stop()
 
 
 async def test_429_retried_after_retry_after():
