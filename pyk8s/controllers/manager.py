@@ -131,6 +131,7 @@ class ControllerManager:
         self.identity = f"{socket.gethostname()}_{uuid.uuid4()}"
         self.leading = False
         self._synced = False
+        self._leader_seen = ""
         self.serving = ComponentServer(
             "controller-manager", bind_address=bind_address, secure_port=secure_port,
             ready_checks={"informer-sync": self.informers_synced}, registries=[WORKQUEUE_REGISTRY],
@@ -141,7 +142,9 @@ class ControllerManager:
         """The readiness check (`/readyz`): the shared informers have made their first lists. A standby
         replica, waiting for the lease, is ready too (as a standby kube-scheduler is)."""
         if self.leader_elect and not self.leading:
-            return True
+            # Upstream's standby is ready from its start; ours once it has seen another replica hold the lease,
+            # so that a lone replica about to lead is not reported ready before its informers synced.
+            return self._leader_seen not in ("", self.identity)
         return self._synced
 
     async def run(self) -> None:
@@ -159,9 +162,12 @@ class ControllerManager:
             def stopped() -> None:
                 log.info("controller-manager: %s stopped leading", self.identity)
 
+            def new_leader(identity: str) -> None:
+                self._leader_seen = identity
+
             config = LeaderElectionConfig(
                 lock=lock, on_started_leading=self._run_controllers, on_stopped_leading=stopped,
-                release_on_cancel=True,
+                on_new_leader=new_leader, release_on_cancel=True,
             )  # fmt: skip
             await LeaderElector(config).run()
         finally:

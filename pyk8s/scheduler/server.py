@@ -41,14 +41,20 @@ class SchedulerServer:
         self.scheduler: Scheduler | None = None
         self._serving: ComponentServer | None = None
         self._leading = False
+        self._leader_seen = ""
+        self._identity = ""
 
     # -- health and metrics -----------------------------------------------------------------------------------
 
     async def _handlers_synced(self) -> bool:
-        # Ready once informers synced; a standby replica (not leading) is ready too, as upstream's is.
+        # Ready once informers synced. Upstream's standby replica is ready from its start; ours once it has seen
+        # another replica hold the lease, so that a lone replica about to lead is not ready before it synced.
         if self.leader_elect and not self._leading:
-            return True
+            return self._leader_seen not in ("", self._identity)
         return self.scheduler is not None and self.scheduler.ready.is_set()
+
+    def _observe_leader(self, identity: str) -> None:
+        self._leader_seen = identity
 
     async def start_serving(self) -> None:
         self._serving = ComponentServer(
@@ -80,7 +86,7 @@ class SchedulerServer:
             from ..client.leaderelection import LeaderElectionConfig, LeaderElector, LeaseLock
 
             le = self.config.leader_election
-            identity = default_identity()
+            identity = self._identity = default_identity()
             lock = LeaseLock(self.client, le.resource_namespace, le.resource_name, identity)
 
             def stopped() -> None:
@@ -93,6 +99,7 @@ class SchedulerServer:
                 retry_period=le.retry_period,
                 on_started_leading=self._schedule,
                 on_stopped_leading=stopped,
+                on_new_leader=self._observe_leader,
                 release_on_cancel=True,
             )
             await LeaderElector(config).run()
