@@ -19,6 +19,7 @@ from .meta import Object, rfc3339
 from .schema import Node
 
 Path = tuple[str, ...]
+_ABSENT = object()
 # Metadata the server owns: never part of a manager's fields.
 _SERVER_META = {"name", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp",
                 "deletionTimestamp", "deletionGracePeriodSeconds", "managedFields", "selfLink", "generateName"}  # fmt: skip
@@ -163,30 +164,62 @@ def record(
         else:
             md.pop("managedFields", None)
         return
-    new_leaves = leaves(new, node)
-    if old is None:
+
+    def is_mine(e: dict[str, Any]) -> bool:
+        return (
+            e.get("manager") == manager and e.get("operation") == "Update" and e.get("subresource", "") == subresource
+        )
+
+    mine: dict[str, Any] | None = None
+    for e in entries:
+        if is_mine(e):
+            mine = e  # the last of them, should there be several
+    mine_owned = _flatten(mine.get("fieldsV1") or {}) if mine else set()
+    differing: set[str] | None = None  # the top-level sections the write changed (None: all of them)
+    if old is None or not isinstance(old, dict):
+        new_leaves = leaves(new, node)
         changed = set(new_leaves)
     else:
-        old_leaves = leaves(old, node)
-        changed = {p for p, v in new_leaves.items() if p not in old_leaves or old_leaves[p] != v}
+        # Only the top-level sections that differ can hold changed fields (a status write leaves spec alone);
+        # of the others, only those the manager already owns fields in are walked, to see those fields still exist.
+        differing = {
+            k
+            for k in new.keys() | old.keys()
+            if k not in ("apiVersion", "kind") and new.get(k, _ABSENT) != old.get(k, _ABSENT)
+        }
+        walked = differing | {p[0][2:] for p in mine_owned if p}
+        new_leaves = _section_leaves(new, node, walked)
+        old_leaves = _section_leaves(old, node, differing)
+        changed = {
+            p
+            for p, v in new_leaves.items()
+            if p and p[0][2:] in differing and (p not in old_leaves or old_leaves[p] != v)
+        }
     if not changed:
         md["managedFields"] = entries
         if not entries:
             md.pop("managedFields", None)
         return
+    # A field overlaps the changed ones when it is one of their prefixes or has one of them as a prefix.
+    changed_prefixes = {c[:i] for c in changed for i in range(len(c) + 1)}
+
+    def overlaps(p: Path) -> bool:
+        return p in changed_prefixes or any(p[:i] in changed for i in range(len(p)))
+
     kept = []
-    mine: dict[str, Any] | None = None
     for e in entries:
-        owned = _flatten(e.get("fieldsV1") or {})
-        if e.get("manager") == manager and e.get("operation") == "Update" and e.get("subresource", "") == subresource:
-            mine = e
+        if is_mine(e):
             continue
-        rest = {p for p in owned if not any(p[: len(c)] == c or c[: len(p)] == p for c in changed)} if owned else owned
+        if differing is not None and not any(k[2:] in differing for k in e.get("fieldsV1") or {}):
+            kept.append(e)  # nothing it owns is in a section this write changed
+            continue
+        owned = _flatten(e.get("fieldsV1") or {})
+        rest = {p for p in owned if not overlaps(p)} if owned else owned
         if owned and not rest:
             continue
         kept.append({**e, "fieldsV1": _nest(rest)} if owned != rest else e)
-    owned_now = (_flatten(mine.get("fieldsV1") or {}) if mine else set()) | changed
-    owned_now = {p for p in owned_now if p in new_leaves or any(q[: len(p)] == p for q in new_leaves)}
+    present = {q[:i] for q in new_leaves for i in range(len(q) + 1)}
+    owned_now = {p for p in mine_owned | changed if p in present}
     entry = {
         "manager": manager,
         "operation": "Update",
@@ -198,6 +231,15 @@ def record(
     if subresource:
         entry["subresource"] = subresource
     md["managedFields"] = [*kept, entry]
+
+
+def _section_leaves(obj: Object, node: Node | None, sections: set[str]) -> dict[Path, Any]:
+    """`leaves(obj, node)` restricted to the top-level fields named in `sections`."""
+    out: dict[Path, Any] = {}
+    for k in sections:
+        if k in obj and k not in ("apiVersion", "kind"):
+            out.update(leaves(obj[k], node.child(k) if node is not None else None, (f"f:{k}",)))
+    return out
 
 
 def default_manager(user_agent: str) -> str:

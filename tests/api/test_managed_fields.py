@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pyk8s.api.managed_fields import default_manager, record
 from pyk8s.api.schema import kind_node
@@ -101,3 +103,71 @@ def test_memoised_sections_give_the_same_field_sets_and_are_not_shared():
         assert got == _nest(set(leaves(pod, pod_node)))
         got["f:spec"]["f:containers"].clear()  # what a caller does with its copy stays with it
     assert fieldset(pod, pod_node)["f:spec"]["f:containers"]
+
+
+def _reference_record(new, old, node, manager, api_version, subresource=""):
+    """The straightforward rule `record` follows for updates (every leaf of both objects compared; overlaps by
+    pairwise prefixes), kept as the oracle for its faster form."""
+    from pyk8s.api.managed_fields import _flatten, _nest, leaves
+
+    md = new.setdefault("metadata", {})
+    entries = [e for e in (md.get("managedFields") or []) if isinstance(e, dict)]
+    if old is not None and "managedFields" not in md:
+        entries = [e for e in ((old.get("metadata") or {}).get("managedFields") or []) if isinstance(e, dict)]
+    new_leaves = leaves(new, node)
+    old_leaves = leaves(old, node)
+    changed = {p for p, v in new_leaves.items() if p not in old_leaves or old_leaves[p] != v}
+    if not changed:
+        return entries
+    kept, mine = [], None
+    for e in entries:
+        owned = _flatten(e.get("fieldsV1") or {})
+        if e.get("manager") == manager and e.get("operation") == "Update" and e.get("subresource", "") == subresource:
+            mine = e
+            continue
+        rest = {p for p in owned if not any(p[: len(c)] == c or c[: len(p)] == p for c in changed)} if owned else owned
+        if owned and not rest:
+            continue
+        kept.append({**e, "fieldsV1": _nest(rest)} if owned != rest else e)
+    owned_now = (_flatten(mine.get("fieldsV1") or {}) if mine else set()) | changed
+    owned_now = {p for p in owned_now if p in new_leaves or any(q[: len(p)] == p for q in new_leaves)}
+    entry = {"manager": manager, "fieldsV1": _nest(owned_now)}
+    return [*kept, entry]
+
+
+_containers = st.lists(
+    st.fixed_dictionaries(
+        {"name": st.sampled_from(["a", "b", "c"]), "image": st.sampled_from(["x", "y"])},
+        optional={"args": st.lists(st.sampled_from(["1", "2"]), max_size=2), "ports": st.lists(
+            st.fixed_dictionaries({"containerPort": st.sampled_from([80, 81])}), max_size=2)},
+    ),
+    min_size=1, max_size=3, unique_by=lambda c: c["name"],
+)  # fmt: skip
+_status = st.fixed_dictionaries(
+    {}, optional={"phase": st.sampled_from(["Pending", "Running"]), "podIP": st.sampled_from(["10.0.0.1", "10.0.0.2"]),
+                  "conditions": st.lists(st.fixed_dictionaries({"type": st.sampled_from(["Ready", "Initialized"]),
+                                                                "status": st.sampled_from(["True", "False"])}),
+                                         max_size=2, unique_by=lambda c: c["type"])},
+)  # fmt: skip
+_pods = st.fixed_dictionaries(
+    {"metadata": st.fixed_dictionaries({"name": st.just("p")}, optional={
+        "labels": st.dictionaries(st.sampled_from(["a", "b"]), st.sampled_from(["1", "2"]), max_size=2)}),
+     "spec": st.fixed_dictionaries({"containers": _containers}, optional={"nodeName": st.sampled_from(["n1", "n2"])})},
+    optional={"status": _status},
+)  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None)
+@given(a=_pods, b=_pods, c=_pods, managers=st.lists(st.sampled_from(["kubectl", "kubelet", "sched"]), min_size=3, max_size=3),
+       subresources=st.lists(st.sampled_from(["", "status"]), min_size=3, max_size=3))  # fmt: skip
+def test_record_matches_the_plain_rule(a, b, c, managers, subresources):
+    """Three writes by (possibly) different managers: each update's managedFields as the plain rule gives them."""
+    pod_node = kind_node("", "v1", "Pod")
+    objs = [{"apiVersion": "v1", "kind": "Pod", **x} for x in (a, b, c)]
+    record(objs[0], None, pod_node, managers[0], "v1", subresources[0])
+    for prev, cur, manager, sub in zip(objs, objs[1:], managers[1:], subresources[1:], strict=False):
+        cur["metadata"]["managedFields"] = [dict(e) for e in prev["metadata"].get("managedFields") or []]
+        want = _reference_record(orjson.loads(orjson.dumps(cur)), prev, pod_node, manager, "v1", sub)
+        record(cur, prev, pod_node, manager, "v1", sub)
+        got = cur["metadata"].get("managedFields") or []
+        assert [(e["manager"], e["fieldsV1"]) for e in got] == [(e["manager"], e["fieldsV1"]) for e in want]
