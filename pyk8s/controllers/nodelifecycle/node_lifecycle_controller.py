@@ -27,10 +27,10 @@ from ...client.cache import SharedInformerFactory
 from ...client.cache.indexer import split_meta_namespace_key
 from ...client.events import EventBroadcaster
 from ...client.rest import RESTClient
-from ...client.workqueue import Queue, RateLimitingQueue, ShutDown
+from ...client.workqueue import Queue, RateLimitingQueue
 from .. import nodeutil
 from ..nodeutil import TAINT_NOT_READY, TAINT_UNREACHABLE
-from ..workers import run_workers
+from ..workers import process_items, run_workers
 from .rate_limited_queue import NODE_EVICTION_PERIOD, NODE_HEALTH_UPDATE_RETRY, RateLimitedTimedQueue, TimedValue
 from .zones import EvictionRates, ZoneState
 
@@ -151,32 +151,16 @@ class NodeLifecycleController:
             await asyncio.sleep(max(0.0, period - (time.monotonic() - started)))
 
     async def _node_worker(self) -> None:
-        while True:
-            try:
-                name = await self.node_queue.get()
-            except ShutDown:
-                return
-            try:
-                await self.do_no_schedule_tainting_pass(name)
-                await self.reconcile_node_labels(name)
-            except Exception:
-                log.exception("node lifecycle: processing node %s failed", name)
-            finally:
-                self.node_queue.done(name)
+        await process_items(self.node_queue, self._process_node, "node lifecycle: processing node")
+
+    async def _process_node(self, name: str) -> None:
+        await self.do_no_schedule_tainting_pass(name)
+        await self.reconcile_node_labels(name)
 
     async def _pod_worker(self) -> None:
-        while True:
-            try:
-                key = await self.pod_queue.get()
-            except ShutDown:
-                return
-            try:
-                await self.process_pod(key)
-            except Exception:
-                log.exception("node lifecycle: processing pod %s failed", key)
-                self.pod_queue.add_rate_limited(key)
-            finally:
-                self.pod_queue.done(key)
+        await process_items(
+            self.pod_queue, self.process_pod, "node lifecycle: processing pod", retry=self.pod_queue.add_rate_limited
+        )
 
     # -- NoSchedule taints from conditions ---------------------------------------------------------------
 

@@ -21,10 +21,10 @@ from ...client.cache import SharedInformerFactory
 from ...client.cache.indexer import split_meta_namespace_key
 from ...client.events import EventBroadcaster
 from ...client.rest import RESTClient
-from ...client.workqueue import Queue, ShutDown
+from ...client.workqueue import Queue
 from ...scheduler.plugins.helper import tolerates
 from .. import nodeutil
-from ..workers import run_workers
+from ..workers import process_items, run_workers
 from .timed_workers import TimedWorkerQueue
 
 log = logging.getLogger(__name__)
@@ -114,30 +114,10 @@ class TaintEvictionController:
         await run_workers(tasks, [self.node_queue, self.pod_queue, self.evictions], self.broadcaster)
 
     async def _node_worker(self) -> None:
-        while True:
-            try:
-                name = await self.node_queue.get()
-            except ShutDown:
-                return
-            try:
-                self.handle_node_update(name)
-            except Exception:
-                log.exception("taint eviction: node %s", name)
-            finally:
-                self.node_queue.done(name)
+        await process_items(self.node_queue, self.handle_node_update, "taint eviction: node")
 
     async def _pod_worker(self) -> None:
-        while True:
-            try:
-                item = await self.pod_queue.get()
-            except ShutDown:
-                return
-            try:
-                self.handle_pod_update(*item)
-            except Exception:
-                log.exception("taint eviction: pod %s", item[0])
-            finally:
-                self.pod_queue.done(item)
+        await process_items(self.pod_queue, lambda item: self.handle_pod_update(*item), "taint eviction: pod")
 
     # -- decisions (no awaits: each runs whole) --------------------------------------------------------
 
