@@ -36,6 +36,7 @@ from ..client.events import CoreEventRecorder, EventBroadcaster
 from ..client.rest import RESTClient
 from ..client.workqueue import RateLimitingQueue, ShutDown
 from .admission import admit
+from .container_model import annotation_error
 from .pod_lifecycle import DEADLINE_MESSAGE, DEADLINE_REASON, Action, PodSync, needs_pod_ip, sync_pod
 from .pod_status import pod_ip
 
@@ -211,6 +212,11 @@ class PodWorkers:
                         pod, {"phase": "Failed", "reason": reason, "message": f"Pod was rejected: {message}"}
                     )
                     return
+                # An annotation the model cannot read is ignored (the containers follow their commands); say so
+                # once, where the user looks (`kubectl describe pod`).
+                problem = annotation_error(pod)
+                if problem is not None:
+                    self._event(node.spec.name, pod, "", "Warning", "InvalidSimulation", f"ignored: {problem}")
             admitted[key] = pod  # admitted now, or by this node's previous process
         host_ip = node.spec.address
         result: PodSync | None = None

@@ -50,6 +50,12 @@ PODS = [
         ],
     ),
     pod("target", {"name": "app", "image": "nginx"}),
+    pod(
+        "misannotated",
+        {"name": "app", "image": "busybox", "command": ["echo", "hi"]},
+        policy="Never",
+        simulate={"runSecs": 60},
+    ),
 ]
 
 
@@ -112,6 +118,13 @@ def test_echo_with_restart_policy_never_succeeds(cluster):
     term = p["status"]["containerStatuses"][0]["state"]["terminated"]
     assert (term["exitCode"], term["reason"]) == (0, "Completed")
     assert server.kubectl("get", "pod", "hello", "--no-headers", check=True).stdout.split()[2] == "Completed"
+
+
+def test_an_annotation_the_model_cannot_read_is_ignored_with_a_warning(cluster):
+    server, _ = cluster
+    wait_for("Succeeded", lambda: get(server, "misannotated")["status"].get("phase") == "Succeeded")
+    warning = ("Warning", "InvalidSimulation", "ignored: pyk8s.io/simulate: runSecs: unknown key")
+    wait_for("the warning", lambda: warning in events(server, "misannotated"))
 
 
 def test_active_deadline_fails_the_pod(cluster):
