@@ -131,7 +131,7 @@ class HollowNode:
         due = time.monotonic() - self.last_status_write >= STATUS_REPORT_FREQUENCY
         # The addresses too, as upstream's setters: what another client wrote there is set back at once.
         addrs = addresses(self.spec)
-        moved = _addresses_differ((self.node.get("status") or {}).get("addresses"), addrs)
+        moved = _addresses_differ(((self.node or {}).get("status") or {}).get("addresses"), addrs)
         if not (force or due or moved or conditions_changed(old, conditions)):
             self._unchanged_conditions = old
             return
