@@ -32,12 +32,14 @@ from __future__ import annotations
 
 import asyncio
 import heapq
+import inspect
 import itertools
+import logging
 import math
 import time
 import weakref
 from collections import deque
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Awaitable, Callable, Hashable, Iterator
 from typing import Generic, Protocol, TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -60,6 +62,7 @@ __all__ = [
 ]
 
 T = TypeVar("T", bound=Hashable)
+log = logging.getLogger(__name__)
 Clock = Callable[[], float]
 
 
@@ -426,6 +429,42 @@ class RateLimitingQueue(DelayingQueue[T]):
 
     def num_requeues(self, item: T) -> int:
         return self.rate_limiter.num_requeues(item)
+
+
+async def process_items(
+    queue: Queue[T],
+    handle: Callable[[T], Awaitable[None] | None],
+    what: str,
+    *,
+    retry: bool = False,
+    expected: tuple[type[Exception], ...] = (),
+) -> None:
+    """A worker (upstream: a controller's `for processNextWorkItem()` loop): hand each item of `queue` to `handle`
+    until the queue shuts down. With `retry` (a RateLimitingQueue), an item that failed is queued again after its
+    back-off and one that succeeded is forgotten. An `expected` error (the API answering no, a lost connection) is
+    logged in a line; any other with its traceback."""
+    if retry and not isinstance(queue, RateLimitingQueue):
+        raise TypeError("retry needs a RateLimitingQueue")
+    while True:
+        try:
+            item = await queue.get()
+        except ShutDown:
+            return
+        try:
+            result = handle(item)
+            if inspect.isawaitable(result):
+                await result
+            if isinstance(queue, RateLimitingQueue) and retry:
+                queue.forget(item)
+        except Exception as err:
+            if isinstance(err, expected):
+                log.warning("%s %s: %s", what, item, err)
+            else:
+                log.exception("%s %s failed", what, item)
+            if isinstance(queue, RateLimitingQueue) and retry:
+                queue.add_rate_limited(item)
+        finally:
+            queue.done(item)
 
 
 # ---------------------------------------------------------------------------------------------- rate limiters

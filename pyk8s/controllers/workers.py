@@ -5,16 +5,10 @@ then its queues shut down, the workers are cancelled and awaited, and its events
 from __future__ import annotations
 
 import asyncio
-import inspect
-import logging
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Protocol, TypeVar
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from ..client.events import EventBroadcaster
-from ..client.workqueue import ShutDown
-
-log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 
 class Stoppable(Protocol):
@@ -41,35 +35,3 @@ async def run_workers(
         finally:
             if events is not None:
                 events.cancel()
-
-
-class ItemQueue(Protocol[T]):
-    async def get(self) -> T: ...
-
-    def done(self, item: T) -> None: ...
-
-
-async def process_items(
-    queue: ItemQueue[T],
-    handle: Callable[[T], Awaitable[None] | None],
-    what: str,
-    *,
-    retry: Callable[[T], None] | None = None,
-) -> None:
-    """A worker (upstream: `for processNextWorkItem()`): hand each item of `queue` to `handle` until the queue shuts
-    down. A failure is logged with `what` and the item, and handed to `retry` (e.g. the queue's add_rate_limited)."""
-    while True:
-        try:
-            item = await queue.get()
-        except ShutDown:
-            return
-        try:
-            result = handle(item)
-            if inspect.isawaitable(result):
-                await result
-        except Exception:
-            log.exception("%s %s failed", what, item)
-            if retry is not None:
-                retry(item)
-        finally:
-            queue.done(item)

@@ -187,16 +187,17 @@ class HollowNodes:
     ) -> None:
         self.client = client
         self.nodes = [HollowNode(client, s, i) for i, s in enumerate(specs)]
-        self.pods = PodWorkers(client, {n.spec.name: n for n in self.nodes}, events=events)
+        # One informer factory for the process: a watch of the pods bound to any node, and one of the Nodes, so
+        # that what others write to its nodes (podCIDR, taints) reaches them.
+        self.informers = SharedInformerFactory(client, transform=drop_managed_fields)
+        self.pods = PodWorkers(client, {n.spec.name: n for n in self.nodes}, self.informers, events=events)
         indexer = self.pods.informer.indexer
         self.kubelet = KubeletServer(
             lambda ns, name: indexer.get_by_key(f"{ns}/{name}"), {n.spec.name for n in self.nodes},
             bind_address="127.0.0.1", port=kubelet_port,
         )  # fmt: skip
-        # One Node informer for the process: what others write to its nodes (podCIDR, taints) reaches them.
-        self.node_informers = SharedInformerFactory(client, transform=drop_managed_fields)
         by_name = {n.spec.name: n for n in self.nodes}
-        self.node_informers.informer_for("nodes").add_event_handler(
+        self.informers.informer_for("nodes").add_event_handler(
             on_add=lambda obj, _initial: _refresh(by_name, obj), on_update=lambda _old, obj: _refresh(by_name, obj)
         )
         self._rng = random.Random(seed)
@@ -236,11 +237,10 @@ class HollowNodes:
             await asyncio.gather(*(register(n) for n in self.nodes))
             log.info("registered %d node(s)", len(self.nodes))
             self.registered.set()
-            self.node_informers.start()
-            await asyncio.gather(self.pods.run(), clock)
+            await asyncio.gather(self.pods.run(), clock)  # the pod workers start the informers
         finally:
             clock.cancel()
-            await self.node_informers.shutdown()
+            await self.informers.shutdown()
 
     def _keep_alive(self, node: HollowNode) -> None:
         """Start a registered node's heartbeats on the shared clock. As upstream's JitterUntil, the first lease

@@ -31,10 +31,9 @@ from typing import TYPE_CHECKING, Any
 from ..api import errors
 from ..client.cache.factory import SharedInformerFactory
 from ..client.cache.indexer import meta_namespace_key
-from ..client.cache.shared_informer import drop_managed_fields
 from ..client.events import CoreEventRecorder, EventBroadcaster
 from ..client.rest import RESTClient
-from ..client.workqueue import RateLimitingQueue, ShutDown
+from ..client.workqueue import RateLimitingQueue, process_items
 from .admission import admit
 from .container_model import annotation_error
 from .pod_lifecycle import DEADLINE_MESSAGE, DEADLINE_REASON, Action, PodSync, needs_pod_ip, sync_pod
@@ -56,15 +55,22 @@ class PodWorkers:
     """Runs the pods bound to `nodes` (by node name) through `client`."""
 
     def __init__(
-        self, client: RESTClient, nodes: Mapping[str, HollowNode], *, workers: int = POD_WORKERS, events: bool = True
+        self,
+        client: RESTClient,
+        nodes: Mapping[str, HollowNode],
+        factory: SharedInformerFactory,
+        *,
+        workers: int = POD_WORKERS,
+        events: bool = True,
     ) -> None:
+        """`factory` is the process's informer factory (its owner shuts it down); the pods informer joins it."""
         self.client = client
         self.nodes = nodes
         self.workers = workers
         self.broadcaster = EventBroadcaster(client) if events else None
         self._recorders: dict[str, CoreEventRecorder] = {}
         self._images: dict[str, set[str]] = {}  # per node, the images it has pulled
-        self.factory = SharedInformerFactory(client, transform=drop_managed_fields)
+        self.factory = factory
         self.informer = self.factory.informer_for("pods", field_selector="spec.nodeName!=")
         self.queue: RateLimitingQueue[str] = RateLimitingQueue(name="pods")
         self.informer.add_event_handler(
@@ -105,7 +111,6 @@ class PodWorkers:
             await asyncio.gather(*(self._worker() for _ in range(self.workers)))
         finally:
             self.queue.shut_down()
-            await self.factory.shutdown()
             if self.broadcaster is not None:
                 await self.broadcaster.shutdown(timeout=5.0)
 
@@ -155,22 +160,9 @@ class PodWorkers:
                 self._event(node, pod, "", "Normal", DEADLINE_REASON, DEADLINE_MESSAGE)
 
     async def _worker(self) -> None:
-        while True:
-            try:
-                key = await self.queue.get()
-            except ShutDown:
-                return
-            try:
-                await self.sync(key)
-                self.queue.forget(key)
-            except (errors.StatusError, ConnectionError) as err:
-                log.warning("syncing pod %s: %s", key, err)
-                self.queue.add_rate_limited(key)
-            except Exception:
-                log.exception("syncing pod %s failed", key)
-                self.queue.add_rate_limited(key)
-            finally:
-                self.queue.done(key)
+        await process_items(
+            self.queue, self.sync, "syncing pod", retry=True, expected=(errors.StatusError, ConnectionError)
+        )
 
     async def sync(self, key: str) -> None:
         """Bring the pod `key` up to date with what its node would have made of it by now."""

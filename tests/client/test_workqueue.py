@@ -27,6 +27,7 @@ from pyk8s.client.workqueue import (
     RateLimitingQueue,
     ShutDown,
     default_controller_rate_limiter,
+    process_items,
 )
 
 
@@ -557,3 +558,50 @@ def test_many_queues_share_one_registry():
         "workqueue_longest_running_processor_seconds",
     ):
         assert re.search(rf'^{family}{{[^}}]*name="{name}"', text, re.MULTILINE), family
+
+
+async def test_process_items_retries_failures_with_back_off_and_forgets_successes(caplog):
+    limiter = ItemExponentialFailureRateLimiter(0.001, 1.0)
+    queue: RateLimitingQueue[str] = RateLimitingQueue(limiter)
+    attempts: Counter[str] = Counter()
+
+    async def handle(item: str) -> None:
+        attempts[item] += 1
+        if item == "flaky" and attempts[item] < 3:
+            raise ConnectionError("refused")
+        if item == "broken" and attempts[item] < 2:
+            raise ValueError("bug")
+
+    for item in ("ok", "flaky", "broken"):
+        queue.add(item)
+    worker = asyncio.create_task(process_items(queue, handle, "syncing", retry=True, expected=(ConnectionError,)))
+    for _ in range(200):
+        if attempts == Counter(ok=1, flaky=3, broken=2):
+            break
+        await asyncio.sleep(0.01)
+    assert attempts == Counter(ok=1, flaky=3, broken=2)
+    await asyncio.sleep(0.01)
+    # Each succeeded in the end, so none keeps a failure count; an expected error is one line, a bug a traceback.
+    assert [queue.num_requeues(i) for i in ("ok", "flaky", "broken")] == [0, 0, 0]
+    assert "syncing flaky: refused" in caplog.text
+    assert any(r.exc_info and "syncing broken failed" in r.getMessage() for r in caplog.records)
+    queue.shut_down()
+    await asyncio.wait_for(worker, 1.0)
+
+
+async def test_process_items_without_retry_drops_a_failed_item():
+    queue: Queue[str] = Queue()
+    seen: list[str] = []
+
+    def handle(item: str) -> None:  # a plain function works too
+        seen.append(item)
+        raise ValueError("no")
+
+    queue.add("a")
+    worker = asyncio.create_task(process_items(queue, handle, "x"))
+    await asyncio.sleep(0.05)
+    queue.shut_down()
+    await asyncio.wait_for(worker, 1.0)
+    assert seen == ["a"] and len(queue) == 0
+    with pytest.raises(TypeError):
+        await process_items(queue, handle, "x", retry=True)

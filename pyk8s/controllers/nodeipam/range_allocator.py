@@ -19,7 +19,7 @@ from ...api import errors
 from ...client.cache import SharedInformerFactory
 from ...client.events import EventBroadcaster
 from ...client.rest import RESTClient
-from ...client.workqueue import RateLimitingQueue, ShutDown
+from ...client.workqueue import RateLimitingQueue, process_items
 from .. import nodeutil
 from ..workers import run_workers
 from .cidrset import CIDRSet, CIDRSetError, IPNetwork
@@ -96,22 +96,10 @@ class NodeIpamController:
         await run_workers(tasks, [self.queue], self.broadcaster)
 
     async def _worker(self) -> None:
-        while True:
-            try:
-                name = await self.queue.get()
-            except ShutDown:
-                return
-            try:
-                await self.sync_node(name)
-                self.queue.forget(name)
-            except (errors.StatusError, ConnectionError, CIDRSetError) as err:
-                log.info("node ipam: node %s: %s; will retry", name, err)
-                self.queue.add_rate_limited(name)
-            except Exception:
-                log.exception("node ipam: node %s failed", name)
-                self.queue.add_rate_limited(name)
-            finally:
-                self.queue.done(name)
+        await process_items(
+            self.queue, self.sync_node, "node ipam: node", retry=True,
+            expected=(errors.StatusError, ConnectionError, CIDRSetError),
+        )  # fmt: skip
 
     def _parsed(self, node: Mapping[str, Any]) -> list[IPNetwork]:
         out = []

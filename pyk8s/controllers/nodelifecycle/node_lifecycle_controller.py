@@ -27,10 +27,10 @@ from ...client.cache import SharedInformerFactory
 from ...client.cache.indexer import split_meta_namespace_key
 from ...client.events import EventBroadcaster
 from ...client.rest import RESTClient
-from ...client.workqueue import Queue, RateLimitingQueue
+from ...client.workqueue import Queue, RateLimitingQueue, process_items
 from .. import nodeutil
 from ..nodeutil import TAINT_NOT_READY, TAINT_UNREACHABLE
-from ..workers import process_items, run_workers
+from ..workers import run_workers
 from .rate_limited_queue import NODE_EVICTION_PERIOD, NODE_HEALTH_UPDATE_RETRY, RateLimitedTimedQueue, TimedValue
 from .zones import EvictionRates, ZoneState
 
@@ -158,9 +158,7 @@ class NodeLifecycleController:
         await self.reconcile_node_labels(name)
 
     async def _pod_worker(self) -> None:
-        await process_items(
-            self.pod_queue, self.process_pod, "node lifecycle: processing pod", retry=self.pod_queue.add_rate_limited
-        )
+        await process_items(self.pod_queue, self.process_pod, "node lifecycle: processing pod", retry=True)
 
     # -- NoSchedule taints from conditions ---------------------------------------------------------------
 

@@ -21,10 +21,10 @@ from ...client.cache import SharedInformerFactory
 from ...client.cache.indexer import split_meta_namespace_key
 from ...client.events import EventBroadcaster
 from ...client.rest import RESTClient
-from ...client.workqueue import Queue
+from ...client.workqueue import Queue, process_items
 from ...scheduler.plugins.helper import tolerates
 from .. import nodeutil
-from ..workers import process_items, run_workers
+from ..workers import run_workers
 from .timed_workers import TimedWorkerQueue
 
 log = logging.getLogger(__name__)
