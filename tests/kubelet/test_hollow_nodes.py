@@ -94,8 +94,11 @@ def test_a_restarted_process_takes_its_nodes_back(apiserver):
         proc = start_nodes(apiserver, "rn-")
 
         def reconciled() -> dict[str, Any] | None:
+            # The labels are put back first, then the new process reports its status (its own boot).
             n = nodes_with_prefix(apiserver, "rn-")
-            return n if n["rn-0"]["metadata"]["labels"].get("kubernetes.io/os") == "linux" else None
+            rn0 = n["rn-0"]
+            booted = rn0["status"]["nodeInfo"]["bootID"] != before["rn-0"]["status"]["nodeInfo"]["bootID"]
+            return n if rn0["metadata"]["labels"].get("kubernetes.io/os") == "linux" and booted else None
 
         after = wait_for("the node reconciled", reconciled)
         assert sorted(after) == ["rn-0", "rn-1", "rn-2"]
