@@ -119,6 +119,41 @@ def _fieldset(value: Any, node: Node | None, path: Path) -> dict[str, Any] | Non
     return {}
 
 
+_END = ""  # in a trie of paths, the key marking that a path ends at this node (no FieldsV1 key is empty)
+
+
+def _trie(paths: set[Path]) -> dict[str, Any]:
+    root: dict[str, Any] = {}
+    for p in paths:
+        cur = root
+        for part in p:
+            cur = cur.setdefault(part, {})
+        cur[_END] = {}
+    return root
+
+
+def _without(fields: dict[str, Any], changed: dict[str, Any]) -> dict[str, Any] | None:
+    """`fields` (FieldsV1) less every field that overlaps a path of the trie `changed`: one of those paths, a
+    prefix of one, or below one. None when nothing overlaps (`fields` stays as it is)."""
+    out: dict[str, Any] = {}
+    removed = False
+    for part, sub in fields.items():
+        below = changed.get(part) if part != _END else None
+        if below is None:
+            out[part] = sub  # no changed path goes through here
+        elif _END in below or not (isinstance(sub, dict) and sub):
+            removed = True  # a changed field, one below a changed field, or a field holding changed ones
+        else:
+            rest = _without(sub, below)
+            if rest is None:
+                out[part] = sub
+            else:
+                removed = True
+                if rest:
+                    out[part] = rest
+    return out if removed else None
+
+
 def _nest(paths: set[Path]) -> dict[str, Any]:
     root: dict[str, Any] = {}
     for p in sorted(paths):
@@ -126,17 +161,6 @@ def _nest(paths: set[Path]) -> dict[str, Any]:
         for part in p:
             cur = cur.setdefault(part, {})
     return root
-
-
-def _flatten(fields: dict[str, Any], prefix: Path = ()) -> set[Path]:
-    out: set[Path] = set()
-    for k, v in fields.items():
-        p = (*prefix, k)
-        if isinstance(v, dict) and v:
-            out |= _flatten(v, p)
-        else:
-            out.add(p)
-    return out
 
 
 def record(
@@ -174,52 +198,46 @@ def record(
     for e in entries:
         if is_mine(e):
             mine = e  # the last of them, should there be several
-    mine_owned = _flatten(mine.get("fieldsV1") or {}) if mine else set()
     differing: set[str] | None = None  # the top-level sections the write changed (None: all of them)
     if old is None or not isinstance(old, dict):
-        new_leaves = leaves(new, node)
-        changed = set(new_leaves)
+        changed = set(leaves(new, node))
     else:
-        # Only the top-level sections that differ can hold changed fields (a status write leaves spec alone);
-        # of the others, only those the manager already owns fields in are walked, to see those fields still exist.
+        # Only the top-level sections that differ can hold changed fields (a status write leaves spec alone),
+        # and within them only the subtrees that differ: equal values have equal leaves.
         differing = {
             k
             for k in new.keys() | old.keys()
             if k not in ("apiVersion", "kind") and new.get(k, _ABSENT) != old.get(k, _ABSENT)
         }
-        walked = differing | {p[0][2:] for p in mine_owned if p}
-        new_leaves = _section_leaves(new, node, walked)
-        old_leaves = _section_leaves(old, node, differing)
-        changed = {
-            p
-            for p, v in new_leaves.items()
-            if p and p[0][2:] in differing and (p not in old_leaves or old_leaves[p] != v)
-        }
+        changed = set()
+        for k in differing:
+            if k in new:
+                child = node.child(k) if node is not None else None
+                _changed_leaves(new[k], old.get(k, _ABSENT), child, (f"f:{k}",), changed)
     if not changed:
         md["managedFields"] = entries
         if not entries:
             md.pop("managedFields", None)
         return
-    # A field overlaps the changed ones when it is one of their prefixes or has one of them as a prefix.
-    changed_prefixes = {c[:i] for c in changed for i in range(len(c) + 1)}
-
-    def overlaps(p: Path) -> bool:
-        return p in changed_prefixes or any(p[:i] in changed for i in range(len(p)))
-
+    changed_trie = _trie(changed)
     kept = []
     for e in entries:
         if is_mine(e):
             continue
-        if differing is not None and not any(k[2:] in differing for k in e.get("fieldsV1") or {}):
+        owned = e.get("fieldsV1") or {}
+        if differing is not None and not any(k[2:] in differing for k in owned):
             kept.append(e)  # nothing it owns is in a section this write changed
             continue
-        owned = _flatten(e.get("fieldsV1") or {})
-        rest = {p for p in owned if not overlaps(p)} if owned else owned
-        if owned and not rest:
-            continue
-        kept.append({**e, "fieldsV1": _nest(rest)} if owned != rest else e)
-    present = {q[:i] for q in new_leaves for i in range(len(q) + 1)}
-    owned_now = {p for p in mine_owned | changed if p in present}
+        rest = _without(owned, changed_trie)
+        if rest is None:
+            kept.append(e)  # it owns none of the changed fields
+        elif rest:
+            kept.append({**e, "fieldsV1": rest})
+        # else: it owned nothing but changed fields, and is dropped
+    # What the manager owned stays its own while the object still has it; what it changed is there.
+    owned_now = set(changed)
+    if mine is not None and isinstance(mine.get("fieldsV1"), dict):
+        _still_owned(mine["fieldsV1"], new, node, (), owned_now)
     entry = {
         "manager": manager,
         "operation": "Update",
@@ -233,13 +251,105 @@ def record(
     md["managedFields"] = [*kept, entry]
 
 
-def _section_leaves(obj: Object, node: Node | None, sections: set[str]) -> dict[Path, Any]:
-    """`leaves(obj, node)` restricted to the top-level fields named in `sections`."""
-    out: dict[Path, Any] = {}
-    for k in sections:
-        if k in obj and k not in ("apiVersion", "kind"):
-            out.update(leaves(obj[k], node.child(k) if node is not None else None, (f"f:{k}",)))
+def _decomposes(value: Any, node: Node | None) -> bool:
+    """Whether `leaves` goes below `value` (a non-empty map with fields, or a list all of whose items are keyed)
+    rather than taking it as one leaf; for lists the keys are checked by the caller."""
+    if isinstance(value, dict):
+        return bool(value) and not (node is not None and node.open_ended and not node.is_object)
+    return isinstance(value, list) and bool(value) and node is not None
+
+
+def _keyed(items: list[Any], node: Node) -> dict[str, Any] | None:
+    """A keyed list's items by their FieldsV1 keys (the last of duplicates, as `leaves` keeps it), or None when
+    some item has no key (the list is then one leaf)."""
+    out: dict[str, Any] = {}
+    for x in items:
+        key = _item_key(x, node)
+        if key is None:
+            return None
+        out[key] = x
     return out
+
+
+def _changed_leaves(new: Any, old: Any, node: Node | None, path: Path, out: set[Path]) -> None:
+    """Add to `out` the paths of `leaves(new)` under `path` that `leaves(old)` lacks or holds another value at:
+    `{p for p, v in leaves(new).items() if leaves(old).get(p, absent) != v}`, walking only where the two differ."""
+    if new is old or (old is not _ABSENT and old == new):
+        return
+    if _decomposes(new, node) and isinstance(new, dict):
+        old_fields = old if isinstance(old, dict) and _decomposes(old, node) else None
+        for k, v in new.items():
+            if not path and k in ("apiVersion", "kind"):
+                continue
+            if path == ("f:metadata",) and k in _SERVER_META:
+                continue
+            child = node.child(k) if node is not None else None
+            before = old_fields.get(k, _ABSENT) if old_fields is not None else _ABSENT
+            _changed_leaves(v, before, child, (*path, f"f:{k}"), out)
+        return
+    if _decomposes(new, node) and node is not None:
+        keyed = _keyed(new, node)
+        if keyed is not None:
+            if len(keyed) < len(new):
+                # Duplicate keys: `leaves` merges the items' fields, so compare its plain output.
+                before = leaves(old, node, path) if old is not _ABSENT else {}
+                out.update(p for p, v in leaves(new, node, path).items() if before.get(p, _ABSENT) != v)
+                return
+            old_keyed = _keyed(old, node) if isinstance(old, list) and _decomposes(old, node) else None
+            if old_keyed is not None and len(old_keyed) < len(old):
+                before = leaves(old, node, path)
+                out.update(p for p, v in leaves(new, node, path).items() if before.get(p, _ABSENT) != v)
+                return
+            items = node.items()
+            for key, item in keyed.items():
+                was = old_keyed.get(key, _ABSENT) if old_keyed is not None else _ABSENT
+                if key.startswith("k:"):
+                    if was is _ABSENT or was != item:
+                        out.add((*path, key, "."))
+                    _changed_leaves(item, was, items, (*path, key), out)
+                elif was is _ABSENT:
+                    out.add((*path, key))
+            return
+    # `new` is one leaf at `path`, and `old` differs from it (or `old` is split into leaves below `path`).
+    out.add(path)
+
+
+def _still_owned(fields: dict[str, Any], value: Any, node: Node | None, path: Path, out: set[Path]) -> None:
+    """Add to `out` the paths of the leaves of `fields` (a manager's FieldsV1 below `path`) that `value`, the object's
+    value at `path`, still has: those that are, or lead to, one of its leaves. One walk of both trees, as deep
+    as the manager's fields go."""
+    if not _decomposes(value, node):
+        return  # a leaf: nothing below it
+    keyed = None
+    if not isinstance(value, dict):
+        assert node is not None
+        keyed = _keyed(value, node)
+        if keyed is None:
+            return  # a list kept whole
+    for part, sub in fields.items():
+        p = (*path, part)
+        if keyed is None:
+            name = part[2:]
+            if not part.startswith("f:") or name not in value:
+                continue
+            if (not path and name in ("apiVersion", "kind")) or (path == ("f:metadata",) and name in _SERVER_META):
+                continue
+            child, child_node = value[name], (node.child(name) if node is not None else None)
+        else:
+            if part not in keyed:
+                continue
+            if part.startswith("v:"):
+                if not (isinstance(sub, dict) and sub):
+                    out.add(p)  # an item of a set is a leaf: nothing below it
+                continue
+            assert node is not None
+            child, child_node = keyed[part], node.items()
+            if isinstance(sub, dict) and "." in sub and not (isinstance(sub["."], dict) and sub["."]):
+                out.add((*p, "."))
+        if isinstance(sub, dict) and sub:
+            _still_owned(sub, child, child_node, p, out)
+        elif not (p == ("f:metadata",) and isinstance(child, dict) and child and all(k in _SERVER_META for k in child)):
+            out.add(p)  # a leaf, or a value with leaves below it (server-owned metadata alone has none)
 
 
 def default_manager(user_agent: str) -> str:

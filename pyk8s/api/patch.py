@@ -9,11 +9,11 @@ sends) is the client's side: `pyk8s.client.three_way_patch`.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import orjson
 
+from .meta import json_copy
 from .schema import Node
 
 
@@ -24,16 +24,22 @@ class PatchError(ValueError):
 # -- JSON merge patch --------------------------------------------------------------------------------------
 
 
-def merge_patch(original: Any, patch: Any) -> Any:
-    """RFC 7386: objects merge recursively, null removes a key, anything else replaces."""
+def merge_patch(original: Any, patch: Any, *, in_place: bool = False) -> Any:
+    """RFC 7386: objects merge recursively, null removes a key, anything else replaces.
+
+    The result shares nothing with `patch`. With `in_place` the caller gives up `original` (a copy of its own):
+    it is merged into and returned, and only what the patch replaces is new, instead of copying it whole."""
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = copy.deepcopy(original) if isinstance(original, dict) else {}
+        return json_copy(patch)
+    if not isinstance(original, dict):
+        result: dict[str, Any] = {}
+    else:
+        result = original if in_place else json_copy(original)
     for k, v in patch.items():
         if v is None:
             result.pop(k, None)
         else:
-            result[k] = merge_patch(result.get(k), v)
+            result[k] = merge_patch(result.get(k), v, in_place=True)
     return result
 
 
@@ -116,7 +122,7 @@ def json_patch(original: Any, operations: Any, max_copy_bytes: int = MAX_COPY_BY
     that together add more than `max_copy_bytes` (a small patch must not make a huge object)."""
     if not isinstance(operations, list):
         raise PatchError("a JSON patch must be a list of operations")
-    doc = copy.deepcopy(original)
+    doc = json_copy(original)
     copied = 0
     for op in operations:
         if not isinstance(op, dict) or "op" not in op:
@@ -127,16 +133,16 @@ def json_patch(original: Any, operations: Any, max_copy_bytes: int = MAX_COPY_BY
         if kind in ("add", "replace", "test") and "value" not in op:
             raise PatchError(f"missing value for {kind} operation")
         if kind == "add":
-            doc = _add(doc, parts, copy.deepcopy(op["value"]), path)
+            doc = _add(doc, parts, json_copy(op["value"]), path)
         elif kind == "remove":
             _remove(doc, parts, path)
         elif kind == "replace":
             _walk(doc, parts, path)  # must exist
             if not parts:
-                doc = copy.deepcopy(op["value"])
+                doc = json_copy(op["value"])
             else:
                 _remove(doc, parts, path)
-                doc = _add(doc, parts, copy.deepcopy(op["value"]), path)
+                doc = _add(doc, parts, json_copy(op["value"]), path)
         elif kind in ("move", "copy"):
             src = _pointer(op.get("from"))
             from_path = str(op.get("from"))
@@ -152,7 +158,7 @@ def json_patch(original: Any, operations: Any, max_copy_bytes: int = MAX_COPY_BY
                 if parts[: len(src)] == src and len(parts) > len(src):
                     raise PatchError("cannot move a value into one of its children")
                 _remove(doc, src, from_path)
-            doc = _add(doc, parts, copy.deepcopy(value), path)
+            doc = _add(doc, parts, json_copy(value), path)
         elif kind == "test":
             if _walk(doc, parts, path) != op["value"]:
                 raise PatchError(f"testing value {path} failed")
@@ -216,7 +222,7 @@ def _merge_map(original: dict[str, Any], patch: dict[str, Any], node: Node | Non
         return _strip(patch)
     if directive not in (None, "merge"):
         raise PatchError(f"Unknown patch type: {directive}")
-    result = copy.deepcopy(original)
+    result = json_copy(original)
     retain = patch.get(RETAIN_KEYS)
     if retain is not None:
         if not isinstance(retain, list):
@@ -265,12 +271,12 @@ def _merge_list(original: Any, patch: list[Any], node: Node | None) -> list[Any]
     base = list(original) if isinstance(original, list) else []
     if not key:
         # A set of primitives: add what is new, keep the rest.
-        out = copy.deepcopy(base)
+        out = json_copy(base)
         for v in patch:
             if v not in out:
-                out.append(copy.deepcopy(v))
+                out.append(json_copy(v))
         return out
-    out = copy.deepcopy(base)
+    out = json_copy(base)
     for item in patch:
         if not isinstance(item, dict):
             raise PatchError(f"the list item {item!r} is not a map but the list merges by key {key!r}")

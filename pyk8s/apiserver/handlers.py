@@ -389,7 +389,8 @@ async def delete_options(request: web.Request) -> DeleteOptions:
 
 
 class Patcher:
-    """Applies a patch body to the client's view of the current object; `patch` is the decoded body."""
+    """Applies a patch body to the client's view of the current object; `patch` is the decoded body. The object
+    handed over is the caller's to give up: the patch may be applied to it in place."""
 
     def __init__(self, patch: Any, apply: Callable[[Object], Any]) -> None:
         self.patch = patch
@@ -439,7 +440,8 @@ def make_patcher(content_type: str, data: bytes, served: Resource) -> Patcher:
     if not isinstance(patch, dict):
         raise errors.bad_request("the patch must be a JSON object")
     if content_type == MERGE_PATCH:
-        return Patcher(patch, lambda obj: merge_patch(obj, patch))
+        # The updater hands over a copy of its own (RESTStore.update), so the patch goes straight into it.
+        return Patcher(patch, lambda obj: merge_patch(obj, patch, in_place=True))
     node = schema.kind_node(served.group, served.version, served.kind)
 
     def apply_strategic(obj: Object) -> Any:

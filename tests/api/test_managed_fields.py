@@ -105,10 +105,22 @@ def test_memoised_sections_give_the_same_field_sets_and_are_not_shared():
     assert fieldset(pod, pod_node)["f:spec"]["f:containers"]
 
 
+def _flatten(fields, prefix=()):
+    """Every leaf path of a FieldsV1 tree."""
+    out = set()
+    for k, v in fields.items():
+        p = (*prefix, k)
+        if isinstance(v, dict) and v:
+            out |= _flatten(v, p)
+        else:
+            out.add(p)
+    return out
+
+
 def _reference_record(new, old, node, manager, api_version, subresource=""):
     """The straightforward rule `record` follows for updates (every leaf of both objects compared; overlaps by
     pairwise prefixes), kept as the oracle for its faster form."""
-    from pyk8s.api.managed_fields import _flatten, _nest, leaves
+    from pyk8s.api.managed_fields import _nest, leaves
 
     md = new.setdefault("metadata", {})
     entries = [e for e in (md.get("managedFields") or []) if isinstance(e, dict)]
@@ -147,17 +159,26 @@ _status = st.fixed_dictionaries(
     {}, optional={"phase": st.sampled_from(["Pending", "Running"]), "podIP": st.sampled_from(["10.0.0.1", "10.0.0.2"]),
                   "conditions": st.lists(st.fixed_dictionaries({"type": st.sampled_from(["Ready", "Initialized"]),
                                                                 "status": st.sampled_from(["True", "False"])}),
-                                         max_size=2, unique_by=lambda c: c["type"])},
+                                         max_size=2, unique_by=lambda c: c["type"]),
+                  "containerStatuses": st.lists(st.fixed_dictionaries(
+                      {"name": st.sampled_from(["a", "b"])},
+                      optional={"state": st.sampled_from([{}, {"running": {"startedAt": "t"}},
+                                                          {"waiting": {"reason": "ContainerCreating"}}])}),
+                      max_size=2),
+                  "hostIPs": st.lists(st.fixed_dictionaries({"ip": st.sampled_from(["1.1.1.1", "2.2.2.2"])}),
+                                      max_size=3)},
 )  # fmt: skip
 _pods = st.fixed_dictionaries(
     {"metadata": st.fixed_dictionaries({"name": st.just("p")}, optional={
-        "labels": st.dictionaries(st.sampled_from(["a", "b"]), st.sampled_from(["1", "2"]), max_size=2)}),
+        "labels": st.dictionaries(st.sampled_from(["a", "b"]), st.sampled_from(["1", "2"]), max_size=2),
+        "finalizers": st.lists(st.sampled_from(["x/a", "x/b"]), max_size=3),
+        "annotations": st.dictionaries(st.sampled_from(["a", "b"]), st.sampled_from(["1", "2"]), max_size=2)}),
      "spec": st.fixed_dictionaries({"containers": _containers}, optional={"nodeName": st.sampled_from(["n1", "n2"])})},
     optional={"status": _status},
 )  # fmt: skip
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(a=_pods, b=_pods, c=_pods, managers=st.lists(st.sampled_from(["kubectl", "kubelet", "sched"]), min_size=3, max_size=3),
        subresources=st.lists(st.sampled_from(["", "status"]), min_size=3, max_size=3))  # fmt: skip
 def test_record_matches_the_plain_rule(a, b, c, managers, subresources):

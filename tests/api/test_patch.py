@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -145,3 +146,32 @@ def merge_diff(a, b):
 @given(a=pod_strategy, b=pod_strategy)
 def test_merge_patch_of_a_merge_diff_is_the_target(a, b):
     assert merge_patch(a, merge_diff(a, b)) == b
+
+
+@settings(max_examples=200, deadline=None)
+@given(a=pod_strategy, b=pod_strategy)
+def test_merge_patch_in_place_gives_the_same_object_and_shares_nothing_with_the_patch(a, b):
+    """The API server merges a patch into its own copy of the stored object: the result is what a copying merge
+    gives, the input is left alone without `in_place`, and changing the result never reaches the patch (which a
+    retried update applies again)."""
+    patch = merge_diff(a, b)
+    before = orjson.loads(orjson.dumps(a))
+    assert merge_patch(a, patch) == b and a == before
+    mine = orjson.loads(orjson.dumps(a))
+    merged = merge_patch(mine, patch, in_place=True)
+    assert merged is mine and merged == b
+    patch_before = orjson.loads(orjson.dumps(patch))
+    _scribble(merged)
+    assert patch == patch_before
+
+
+def _scribble(value):
+    """Change every map and list inside `value`."""
+    if isinstance(value, dict):
+        for v in value.values():
+            _scribble(v)
+        value["scribbled"] = True
+    elif isinstance(value, list):
+        for v in value:
+            _scribble(v)
+        value.append("scribbled")
