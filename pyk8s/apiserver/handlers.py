@@ -300,7 +300,11 @@ class ResourceHandlers:
         async def updater(existing: Object | None) -> Object:
             return desired if existing is None else dict(desired)
 
-        result, created = await r.rest.update(r.info.namespace, r.info.name, updater, c, subresource=r.info.subresource)
+        # As upstream's Cacher.GuaranteedUpdate: the first attempt starts from the watch cache's copy (no storage
+        # read); a stale copy only costs a retry on the stored state.
+        result, created = await r.rest.update(
+            r.info.namespace, r.info.name, updater, c, subresource=r.info.subresource, from_watch_cache=True
+        )
         return self.object_response(request, r, result, 201 if created else 200, warnings)
 
     async def patch(self, request: web.Request, r: Resolved, ctx: Context) -> web.Response:
@@ -323,7 +327,9 @@ class ResourceHandlers:
             patched, warnings[:] = typed_patch_result(patched, r.served, mode, shown)
             return r.to_storage(patched)
 
-        result, _ = await r.rest.update(r.info.namespace, r.info.name, updater, c, subresource=r.info.subresource)
+        result, _ = await r.rest.update(
+            r.info.namespace, r.info.name, updater, c, subresource=r.info.subresource, from_watch_cache=True
+        )
         return self.object_response(request, r, result, 200, warnings)
 
     async def delete(self, request: web.Request, r: Resolved, ctx: Context) -> web.Response:
