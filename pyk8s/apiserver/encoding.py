@@ -129,14 +129,15 @@ def field_validation(query: Any) -> str:
     return mode
 
 
-def _typed(obj: Object, served: Resource, mode: str) -> tuple[Object, list[str]]:
+def _typed(obj: Object, served: Resource, mode: str, changed: frozenset[str] | None = None) -> tuple[Object, list[str]]:
     """`obj` read into the served kind's Go types (api/types/codec), and the unknown fields it had (looked for
-    unless `mode` is Ignore); DecodeError when Go would not read it."""
+    unless `mode` is Ignore); DecodeError when Go would not read it. With `changed`, only those top-level
+    fields are new: the rest are a stored object's, already in stored form, and are not walked again."""
     codec = codec_for(served.group, served.version, served.kind)
     if codec is None:  # a kind without a Go type: nothing to check it against
         return obj, []
     unknown: Unknown | None = None if mode == "Ignore" else []
-    typed = codec.decode(obj, unknown)
+    typed = codec.decode(obj, unknown) if changed is None else codec.decode_top(obj, changed, unknown)
     return typed, [f"unknown field {errors.go_quote(p)}" for p in unknown_paths(unknown or [])]
 
 
@@ -168,11 +169,14 @@ def typed_body(raw: Any, type_name: str, kind: str, version: str = "v1") -> Obje
     return typed
 
 
-def typed_patch_result(obj: Object, served: Resource, mode: str, shown: Callable[[], Any]) -> tuple[Object, list[str]]:
+def typed_patch_result(
+    obj: Object, served: Resource, mode: str, shown: Callable[[], Any], changed: frozenset[str] | None = None
+) -> tuple[Object, list[str]]:
     """A patched object read into the kind's types: what goes wrong is a 422 on the field `patch` showing
-    `shown` (the patched JSON, or the strategic patch), as upstream's patch handler answers."""
+    `shown` (the patched JSON, or the strategic patch), as upstream's patch handler answers. `changed`: the
+    top-level fields the patch could have changed, when it is known that it changed no others."""
     try:
-        typed, problems = _typed(obj, served, mode)
+        typed, problems = _typed(obj, served, mode, changed)
     except DecodeError as e:
         raise errors.invalid_object("", "", [errors.invalid("patch", _shown(shown()), str(e))]) from None
     if problems and mode == "Strict":

@@ -315,6 +315,17 @@ class ResourceHandlers:
         apply = make_patcher(content_type, data, r.served)
         patch_doc = apply.patch
         warnings: list[str] = []
+        # A merge or strategic patch of plain fields changes only the top-level fields it names (no directive
+        # such as $retainKeys reaches the others); the rest is the stored object, in stored form already when
+        # it is served in its storage version, and need not be read into the types again.
+        changed: frozenset[str] | None = None
+        if (
+            content_type in (MERGE_PATCH, STRATEGIC_MERGE_PATCH)
+            and isinstance(patch_doc, dict)
+            and r.served.group_version == r.rest.resource.group_version
+            and not any(k.startswith("$") for k in patch_doc)
+        ):
+            changed = frozenset(patch_doc)
 
         async def updater(existing: Object | None) -> Object:
             if existing is None:
@@ -324,7 +335,7 @@ class ResourceHandlers:
                 raise errors.bad_request("the patch did not produce an object")
             patched = body_object(patched, r.served)
             shown = (lambda: go_value(patch_doc)) if content_type == STRATEGIC_MERGE_PATCH else (lambda: patched)
-            patched, warnings[:] = typed_patch_result(patched, r.served, mode, shown)
+            patched, warnings[:] = typed_patch_result(patched, r.served, mode, shown, changed)
             return r.to_storage(patched)
 
         result, _ = await r.rest.update(

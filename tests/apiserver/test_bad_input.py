@@ -157,6 +157,33 @@ def test_unknown_fields_are_dropped_at_every_depth_and_reported(cluster, ns):
     assert status == 400 and 'unknown field "spec.containers[0].bar"' in err["message"]
 
 
+def test_a_status_patch_is_read_into_the_types_where_it_changes_the_pod(cluster, ns):
+    """A merge patch of a pod's status (what a kubelet sends) is checked like a whole object: its unknown fields
+    are reported with their paths, a value of the wrong type is a 422 that changes nothing, and the parts it
+    did not touch come back as they were stored."""
+    ok(cluster.request("POST", _PODS.format(ns=ns), {
+        "metadata": {"name": "sp"}, "spec": {"containers": [{"name": "c", "image": "i"}]},
+    }), 201)  # fmt: skip
+    url = _PODS.format(ns=ns) + "/sp/status"
+    before = ok(cluster.request("GET", _PODS.format(ns=ns) + "/sp"))
+    status, err = cluster.request(
+        "PATCH", url + "?fieldValidation=Strict", {"status": {"phase": "Running", "bogus": {"deep": 1}}},
+        "application/merge-patch+json",
+    )  # fmt: skip
+    assert status == 422 and 'unknown field "status.bogus"' in err["message"], err
+    status, err = cluster.request(
+        "PATCH", url, {"status": {"hostIPs": [{"ip": 5}]}}, "application/merge-patch+json"
+    )  # fmt: skip
+    assert status == 422 and "cannot unmarshal number into Go struct field HostIP" in err["message"], err
+    after = ok(cluster.request("GET", _PODS.format(ns=ns) + "/sp"))
+    assert after == before
+    patched = ok(cluster.request(
+        "PATCH", url, {"status": {"phase": "Running", "podIP": "10.0.0.9", "extra": 1}}, "application/merge-patch+json",
+    ))  # fmt: skip
+    assert patched["status"]["phase"] == "Running" and "extra" not in patched["status"]
+    assert patched["spec"] == before["spec"]
+
+
 def test_values_are_stored_in_upstreams_form(cluster, ns):
     # Times in UTC with whole seconds (MicroTime: six digits), quantities as upstream writes them, YAML dates
     # and !!binary as go-yaml reads them, non-string keys as strings.

@@ -574,24 +574,32 @@ class Codec:
         field paths are appended to `unknown` (segment lists, leaf first) when one is given."""
         return self.decoder.decode(obj, unknown)
 
-    def decode_top(self, obj: dict[str, Any], parts: tuple[str, ...] = ()) -> dict[str, Any]:
+    def decode_top(
+        self, obj: dict[str, Any], parts: tuple[str, ...] | frozenset[str] = (), unknown: Unknown | None = None
+    ) -> dict[str, Any]:
         """`obj`'s top level in stored form, in place: fields the type does not have and empty omitempty ones
         are left out, the always-written ones added; of the values, only those named in `parts` are walked.
-        For an object assembled from values already in stored form (a conversion's output, or a decoded
-        request the server has added to)."""
+        For an object assembled from values already in stored form (a conversion's output, a decoded request
+        the server has added to, a stored object a patch changed only `parts` of). Fields it does not know, at
+        the top level or in `parts`, go to `unknown` as `decode` puts them."""
         struct = self.decoder
         assert isinstance(struct, Struct)
         drop: list[str] = []
         for k, x in obj.items():
             f = struct.fields.get(k)
             if f is None or (x is None and not f.nil_on_null):
+                if f is None and unknown is not None:
+                    unknown.append(["." + k])
                 drop.append(k)
                 continue
             if x is not None and k in parts:
+                n = len(unknown) if unknown is not None else 0
                 try:
-                    x = obj[k] = f.decoder.decode(x, None)  # same key: no change of size while iterated
+                    x = obj[k] = f.decoder.decode(x, unknown)  # same key: no change of size while iterated
                 except DecodeError as e:
                     raise _in_field(e, k, struct.struct_name) from None
+                if unknown is not None and len(unknown) > n:
+                    _note_unknown(unknown, n, "." + k)
             if f.drops(x):
                 drop.append(k)
         return struct._finish(obj, drop)
