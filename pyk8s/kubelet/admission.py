@@ -7,6 +7,9 @@ resources (`OutOfcpu`, `OutOfmemory`, `OutOfpods`, ...: "Node didn't have enough
 used: 500, capacity: 1000"), then NodeAffinity, NodeName and NodePorts ("Predicate X failed: ..."), then
 NoExecute taints the pod does not tolerate. A rejected pod is Failed with reason R and message
 "Pod was rejected: " + M, and gets a Warning event R with message M.
+
+`AdmittedPods` keeps a node's admitted pods with their summed requests and ports, updated as pods come and go,
+so that admitting a pod costs the same beside 5 pods as beside 110.
 """
 
 from __future__ import annotations
@@ -31,11 +34,41 @@ def _predicate(name: str, description: str) -> Rejection:
     return name, f"Predicate {name} failed: {description}"
 
 
-def admit(pod: Mapping[str, Any], node: Mapping[str, Any], admitted: Iterable[Mapping[str, Any]]) -> Rejection | None:
+class AdmittedPods:
+    """The pods one node's kubelet admitted and has not seen end, by key, with their usage summed (a NodeInfo)."""
+
+    def __init__(self) -> None:
+        self.pods: dict[str, Mapping[str, Any]] = {}
+        self.info = NodeInfo()
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.pods
+
+    def __len__(self) -> int:
+        return len(self.pods)
+
+    def add(self, key: str, pod: Mapping[str, Any]) -> None:
+        self.remove(key)
+        self.pods[key] = pod
+        self.info.add_pod(dict(pod))
+
+    def remove(self, key: str) -> None:
+        pod = self.pods.pop(key, None)
+        if pod is not None:
+            self.info.remove_pod(dict(pod))
+
+
+def admit(
+    pod: Mapping[str, Any], node: Mapping[str, Any], admitted: AdmittedPods | Iterable[Mapping[str, Any]]
+) -> Rejection | None:
     """Whether the kubelet of `node` admits `pod`, beside the pods it already `admitted`."""
-    info = NodeInfo(dict(node))
-    for other in admitted:
-        info.add_pod(dict(other))
+    if isinstance(admitted, AdmittedPods):
+        info = admitted.info
+        info.set_node(dict(node))
+    else:
+        info = NodeInfo(dict(node))
+        for other in admitted:
+            info.add_pod(dict(other))
     missing = fits(dict(pod), info)
     if missing:
         r = missing[0]  # upstream reports only the first

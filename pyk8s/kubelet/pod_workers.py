@@ -34,7 +34,7 @@ from ..client.cache.indexer import meta_namespace_key
 from ..client.events import CoreEventRecorder, EventBroadcaster
 from ..client.rest import RESTClient
 from ..client.workqueue import RateLimitingQueue, process_items
-from .admission import admit
+from .admission import AdmittedPods, admit
 from .container_model import annotation_error
 from .pod_lifecycle import DEADLINE_MESSAGE, DEADLINE_REASON, Action, PodSync, needs_pod_ip, sync_pod
 from .pod_status import pod_ip
@@ -79,7 +79,7 @@ class PodWorkers:
             on_delete=self._forget,
         )
         # Per node, the pods its kubelet admitted and has not seen end: what a new pod must fit beside.
-        self._admitted: dict[str, dict[str, Mapping[str, Any]]] = {name: {} for name in nodes}
+        self._admitted: dict[str, AdmittedPods] = {name: AdmittedPods() for name in nodes}
         # Per pod this process synced: the resourceVersion of its last write (or of the state it last looked at)
         # and when the pod is next due. The informer may still hand over an older state of such a pod (its own
         # ContainerCreating write), which must not start it a second time; and a pod seen again unchanged
@@ -94,7 +94,8 @@ class PodWorkers:
         if isinstance(obj, Mapping):
             node = (obj.get("spec") or {}).get("nodeName") or ""
             key = meta_namespace_key(obj)
-            self._admitted.get(node, {}).pop(key, None)
+            if node in self._admitted:
+                self._admitted[node].remove(key)
             self._synced.pop(key, None)
             self._stopped.discard(str((obj.get("metadata") or {}).get("uid")))
 
@@ -179,7 +180,7 @@ class PodWorkers:
             return
         admitted = self._admitted[node.spec.name]
         if status.get("phase") in _TERMINAL:
-            admitted.pop(key, None)
+            admitted.remove(key)
             self._synced.pop(key, None)
             return
         synced = self._synced.get(key)
@@ -196,7 +197,7 @@ class PodWorkers:
         if key not in admitted:
             if not status.get("startTime"):
                 # Checked and recorded with no await in between, so two pods cannot both take the last room.
-                rejection = admit(pod, node.node or {}, admitted.values())
+                rejection = admit(pod, node.node or {}, admitted)
                 if rejection is not None:
                     reason, message = rejection
                     self._event(node.spec.name, pod, "", "Warning", reason, message)
@@ -209,7 +210,7 @@ class PodWorkers:
                 problem = annotation_error(pod)
                 if problem is not None:
                     self._event(node.spec.name, pod, "", "Warning", "InvalidSimulation", f"ignored: {problem}")
-            admitted[key] = pod  # admitted now, or by this node's previous process
+            admitted.add(key, pod)  # admitted now, or by this node's previous process
         host_ip = node.spec.address
         result: PodSync | None = None
         for _ in range(_STEPS_PER_SYNC):
@@ -248,7 +249,7 @@ class PodWorkers:
             )
         except (errors.NotFound, errors.Conflict):
             pass  # gone already, or a new pod of the same name: not ours to delete
-        self._admitted[node.spec.name].pop(key, None)
+        self._admitted[node.spec.name].remove(key)
         self._synced.pop(key, None)
 
     async def _write_status(self, pod: Mapping[str, Any], status: Mapping[str, Any]) -> dict[str, Any]:

@@ -4,15 +4,17 @@ AdmissionCheck): the first failure, in upstream's order, with upstream's reason 
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from pyk8s.kubelet.admission import admit
+from pyk8s.kubelet.admission import AdmittedPods, admit
 from pyk8s.kubelet.node_status import NodeSpec, initial_node
 
 T0 = "2026-01-01T00:00:00Z"
 
 
-def node(**kw) -> dict:
-    n = initial_node(NodeSpec("n1", cpu="2", memory="4Gi", pods=2, **kw), T0)
+def node(pods: int = 2, **kw) -> dict:
+    n = initial_node(NodeSpec("n1", cpu="2", memory="4Gi", pods=pods, **kw), T0)
     n["metadata"]["labels"]["disk"] = "ssd"
     return n
 
@@ -54,3 +56,29 @@ NO_EXECUTE = [{"key": "gone", "effect": "NoExecute"}]
 )  # fmt: skip
 def test_admission(candidate, admitted, node_kw, want):
     assert admit(candidate, node(**node_kw), admitted) == want
+
+
+_steps = st.lists(
+    st.tuples(st.sampled_from(["add", "remove"]), st.sampled_from("abcdef"), st.sampled_from(["100m", "400m", "900m"]),
+              st.sampled_from([None, 8080, 8081])),
+    max_size=25,
+)  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None)
+@given(steps=_steps, cpu=st.sampled_from(["100m", "600m", "1"]), port=st.sampled_from([None, 8080]))
+def test_admitted_pods_kept_as_they_come_and_go_admit_as_a_fresh_count(steps, cpu, port):
+    """A node's running tally of its admitted pods (added and removed in any order, a pod re-added with other
+    requests) admits or rejects a new pod exactly as counting the pods it holds from scratch does."""
+    tally, held = AdmittedPods(), {}
+    for op, name, req, host_port in steps:
+        if op == "add":
+            p = pod(name, cpu=req, ports=[{"containerPort": 1, "hostPort": host_port}] if host_port else [])
+            tally.add(name, p)
+            held[name] = p
+        else:
+            tally.remove(name)
+            held.pop(name, None)
+    assert len(tally) == len(held)
+    candidate = pod("new", cpu=cpu, ports=[{"containerPort": 80, "hostPort": port}] if port else [])
+    assert admit(candidate, node(pods=5), tally) == admit(candidate, node(pods=5), list(held.values()))

@@ -427,10 +427,13 @@ class PodInfo:
         "preferred_anti_affinity_terms",
         "required_affinity_terms",
         "required_anti_affinity_terms",
+        "uid",
     )
 
     def __init__(self, pod: Pod) -> None:
         self.pod = pod
+        # Read on every removal from a node (a scan of its pods, as upstream's removePod): kept, not looked up.
+        self.uid: str = pod["metadata"].get("uid", "")
         self._requests: Resource | None = None
         self._non_zero: Resource | None = None
         self._usage: tuple[list[tuple[str, str, int]], list[str]] | None = None
@@ -514,10 +517,6 @@ class PodInfo:
     def key(self) -> str:
         md = self.pod["metadata"]
         return f"{md.get('namespace', '')}/{md.get('name', '')}"
-
-    @property
-    def uid(self) -> str:
-        return self.pod["metadata"].get("uid", "")
 
 
 def pod_key(pod: Pod) -> str:
