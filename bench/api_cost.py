@@ -1,7 +1,8 @@
 """What one pod costs the API server: its server CPU time per operation for the three writes a pod makes on its
 way to a node (the pod's create, the scheduler's binding, the scheduler's Scheduled event), the two status writes
 of the node's kubelet that start it (ContainerCreating, then Running: merge patches of pods/status, as
-`pyk8s nodes` sends them) and a GET from the watch cache, each beside `GET /version` measured in the same run — the HTTP, TLS and filter-chain floor every
+`pyk8s nodes` sends them) and a GET from the watch cache; and, beside them, a node's Lease renewal (the PUT every
+node sends each 10 s: the idle load of a big cluster), each beside `GET /version` measured in the same run — the HTTP, TLS and filter-chain floor every
 request pays — as a ratio.
 
 The API server runs in its own process (`pyk8s apiserver`, SQLite in a temporary directory); one pod watcher is
@@ -30,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from scheduler_perf import BindCounter, cpu_seconds, node_template, pod_default
 
+from pyk8s.api.meta import rfc3339_micro
 from pyk8s.client.kubeconfig import load_kubeconfig
 from pyk8s.client.rest import RESTClient
 from pyk8s.kubelet.pod_lifecycle import sync_pod
@@ -103,6 +105,17 @@ async def run(n: int) -> list[tuple[str, float]]:
                 )
                 return written[i]
 
+            leases: dict[int, dict[str, Any]] = {}
+
+            async def lease(i: int) -> object:
+                # As NodeLease.renew: the last answer with a new renewTime, PUT back; one Lease per 10 ops,
+                # created on first use (not counted: the first call per Lease creates it before the window).
+                n = i % 100
+                current = leases[n]
+                current["spec"]["renewTime"] = rfc3339_micro()
+                leases[n] = await client.update("leases.coordination.k8s.io", current, "kube-node-lease")
+                return leases[n]
+
             async def get(i: int) -> object:
                 return await client.get("pods", f"p{i}", "default")
 
@@ -116,6 +129,12 @@ async def run(n: int) -> list[tuple[str, float]]:
                                   ("Scheduled event", event), ("status: ContainerCreating", status),
                                   ("status: Running", status), ("pod GET", get)):  # fmt: skip
                     results.append((label, await measure(pid, n, op, progress, label)))
+                for j in range(100):
+                    leases[j] = await client.create("leases.coordination.k8s.io", {
+                        "metadata": {"name": f"node-{j}"},
+                        "spec": {"holderIdentity": f"node-{j}", "leaseDurationSeconds": 40, "renewTime": rfc3339_micro()},
+                    }, "kube-node-lease")  # fmt: skip
+                results.append(("Lease renewal (PUT)", await measure(pid, n, lease, progress, "Lease renewal")))
             watcher.check()
             watcher.stop()
             if len(watcher.bound) != n:
@@ -138,7 +157,9 @@ def main() -> None:
         table.add_column(c, justify="right")
     for label, us in results:
         table.add_row(label, f"{us:,.0f}", f"{us / floor:.1f}x")
-    per_pod = sum(us for label, us in results if label not in ("GET /version (floor)", "pod GET"))
+    per_pod = sum(
+        us for label, us in results if label not in ("GET /version (floor)", "pod GET", "Lease renewal (PUT)")
+    )
     console.print(table)
     console.print(
         f"one started pod: {per_pod:,.0f} µs of API server CPU -> at most {1e6 / per_pod:,.0f} pods/s on one core "

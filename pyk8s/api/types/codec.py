@@ -635,10 +635,17 @@ class Memoized(Decoder):
 _MEMO = ContentMemo()  # specs in stored form with their unknown field paths, by type and content
 
 
+# Kinds whose spec is new at every write, so a memo of it would never be hit: a Lease's renewTime moves at each
+# renewal (5,000 nodes renew 500 times a second).
+_UNMEMOISED = frozenset({"Lease"})
+
+
 def _with_memoized_spec(decoder: Decoder) -> Decoder:
     """A kind's struct whose `spec` (when it has one) is decoded through `Memoized`; the struct itself is a
     copy, so the same types met elsewhere are walked as usual."""
     if not isinstance(decoder, Struct) or "spec" not in decoder.fields:
+        return decoder
+    if decoder.type_name.rpartition(".")[2] in _UNMEMOISED:
         return decoder
     spec = decoder.fields["spec"]
     if not isinstance(spec.decoder, Struct):
