@@ -28,11 +28,10 @@ _SERVER_META = {"name", "namespace", "uid", "resourceVersion", "generation", "cr
 def _item_key(item: Any, node: Node | None) -> str | None:
     if node is None:
         return None
-    keys = node.list_map_keys or ([node.patch_merge_key] if node.patch_merge_key else [])
-    if node.list_type == "map" or (keys and "merge" in node.patch_strategies):
-        if isinstance(item, dict) and all(k in item for k in keys) and keys:
-            return "k:" + orjson.dumps({k: item[k] for k in keys}).decode()
-    if node.list_type == "set" and not isinstance(item, dict | list):
+    keys, is_set = node.item_keying
+    if keys and isinstance(item, dict) and all(k in item for k in keys):
+        return "k:" + orjson.dumps({k: item[k] for k in keys}).decode()
+    if is_set and not isinstance(item, dict | list):
         return "v:" + orjson.dumps(item).decode()
     return None
 

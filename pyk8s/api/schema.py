@@ -56,12 +56,14 @@ class Node:
     """A place in the schema: the property entry that led here (which carries the patch extensions) and
     the schema it resolves to."""
 
-    __slots__ = ("_children", "is_array", "is_object", "open_ended", "prop", "schema")
+    __slots__ = ("_children", "_item_keying", "_items", "is_array", "is_object", "open_ended", "prop", "schema")
 
     def __init__(self, prop: dict[str, Any], schema: dict[str, Any]) -> None:
         self.prop = prop
         self.schema = schema
         self._children: dict[str, Node | None] = {}  # child() answers, kept: every write walks the schema
+        self._items: Node | bool | None = False  # items(), once asked (False: not yet)
+        self._item_keying: tuple[tuple[str, ...] | None, bool] | None = None
         types = _types(schema)
         self.is_object = "properties" in schema or "object" in types
         self.is_array = "array" in types
@@ -119,8 +121,20 @@ class Node:
         return node
 
     def items(self) -> Node | None:
-        items = self.schema.get("items")
-        return Node.of(items) if isinstance(items, dict) else None
+        if self._items is False:
+            items = self.schema.get("items")
+            self._items = Node.of(items) if isinstance(items, dict) else None
+        return self._items  # type: ignore[return-value]
+
+    @property
+    def item_keying(self) -> tuple[tuple[str, ...] | None, bool]:
+        """How the items of this list are told apart in managedFields: the key fields when it is a map list (or
+        one patched by merge on a key; None otherwise), and whether it is a set (of scalars)."""
+        if self._item_keying is None:
+            keys = self.list_map_keys or ([self.patch_merge_key] if self.patch_merge_key else [])
+            keyed = self.list_type == "map" or bool(keys and "merge" in self.patch_strategies)
+            self._item_keying = (tuple(keys) if keyed else None, self.list_type == "set")
+        return self._item_keying
 
     def properties(self) -> Iterator[tuple[str, Node]]:
         for name, prop in (self.schema.get("properties") or {}).items():
