@@ -12,6 +12,8 @@ from typing import Any
 
 import click
 
+from ..component_options import go_bool_option
+
 _OPTIONS = [
     click.option("--node-monitor-period", default="5s", show_default=True,
                  help="How often the node lifecycle controller checks node health."),
@@ -29,8 +31,8 @@ _OPTIONS = [
                  help="Above this many nodes a zone's evictions slow down rather than stop when it is unhealthy."),
     click.option("--terminated-pod-gc-threshold", default=12500, show_default=True,
                  help="Terminated pods kept before the pod garbage collector deletes the oldest (0: no limit)."),
-    click.option("--allocate-node-cidrs/--no-allocate-node-cidrs", default=False, show_default=True,
-                 help="Give each node a podCIDR from --cluster-cidr (node-ipam-controller)."),
+    go_bool_option("--allocate-node-cidrs", False,
+                   "Give each node a podCIDR from --cluster-cidr (node-ipam-controller); --allocate-node-cidrs=false too."),
     click.option("--cluster-cidr", default="", help="CIDR range of pods (one IPv4, one IPv6, or both)."),
     click.option("--service-cluster-ip-range", default="", help="Service CIDR, kept out of the pod ranges."),
     click.option("--node-cidr-mask-size", default=0, help="Mask size of each node's CIDR (24 IPv4, 64 IPv6)."),

@@ -70,3 +70,38 @@ def test_allocation_exhaustion_recovery_and_release(server: APIServerProcess) ->
         assert wait_for("c to get a's subnet", lambda: cidr(server, "c"), 45) == got["a"]
     finally:
         cm.stop()
+
+
+@pytest.mark.parametrize(
+    ("args", "want"),
+    [
+        ((), False),
+        (("--allocate-node-cidrs",), True),
+        (("--allocate-node-cidrs=true",), True),
+        (("--allocate-node-cidrs=True",), True),
+        (("--allocate-node-cidrs=1",), True),
+        (("--allocate-node-cidrs=false",), False),
+        (("--allocate-node-cidrs=F",), False),
+        (("--allocate-node-cidrs", "--cluster-cidr", "10.0.0.0/16"), True),
+    ],
+)
+def test_allocate_node_cidrs_reads_as_upstreams_bool_flag(args, want):
+    """`--allocate-node-cidrs` alone, or with any value Go's strconv.ParseBool takes, as kube-controller-manager
+    reads it; anything else is a usage error naming the value."""
+    import click
+    from click.testing import CliRunner
+
+    from pyk8s.controllers.options import node_controller_options
+
+    seen = []
+
+    @click.command()
+    @node_controller_options
+    def cmd(**kw):
+        seen.append(kw["allocate_node_cidrs"])
+
+    result = CliRunner().invoke(cmd, list(args))
+    assert result.exit_code == 0, result.output
+    assert seen == [want]
+    bad = CliRunner().invoke(cmd, ["--allocate-node-cidrs=maybe"])
+    assert bad.exit_code == 2 and 'invalid argument "maybe" for "--allocate-node-cidrs" flag' in bad.output
