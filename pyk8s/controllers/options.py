@@ -14,7 +14,7 @@ import click
 
 from ..component_options import go_bool_option
 
-_OPTIONS = [
+_OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
     click.option("--node-monitor-period", default="5s", show_default=True,
                  help="How often the node lifecycle controller checks node health."),
     click.option("--node-monitor-grace-period", default="50s", show_default=True,
