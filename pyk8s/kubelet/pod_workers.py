@@ -44,20 +44,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# Status writes in flight at most. Each real kubelet writes its pods' statuses on its own, so a cluster of N nodes
-# has up to N writers; one process of simulated nodes needs enough workers that its writes get their share of a
-# busy API server beside the other clients (16 for 200 nodes: pods waited for their kubelet three times longer
-# than with 64 while pods were being created at 300/s), and stays below the server's default limit of 200
-# mutating requests in flight, so that the nodes alone never make it answer 429.
+# Status writes in flight at most. Each real kubelet writes its pods' statuses on its own; one process of simulated
+# nodes needs enough workers that its writes get their share of a busy API server beside the other clients (with
+# 16, pods created at 300/s waited for their kubelet while its writes queued: 200 nodes x 40 pods, p99 16-20 s
+# against 11.8 s with 64), and few enough that the API server, which has no priority and fairness yet, still
+# answers the nodes' Lease renewals in time (1,000 nodes x 30 pods at 300/s: with 100 workers the stalest Lease
+# was 27 s old, with 64 13 s; a node is unreachable at 40 s).
 POD_WORKERS = 64
-MAX_POD_WORKERS = 100
-NODES_PER_POD_WORKER = 10
-
-
-def pod_workers_for(nodes: int) -> int:
-    """How many pod workers `nodes` simulated nodes get: POD_WORKERS, one per NODES_PER_POD_WORKER nodes beyond
-    that, at most MAX_POD_WORKERS."""
-    return min(MAX_POD_WORKERS, max(POD_WORKERS, nodes // NODES_PER_POD_WORKER))
 
 
 _TERMINAL = ("Succeeded", "Failed")
@@ -75,13 +68,13 @@ class PodWorkers:
         nodes: Mapping[str, HollowNode],
         factory: SharedInformerFactory,
         *,
-        workers: int | None = None,
+        workers: int = POD_WORKERS,
         events: bool = True,
     ) -> None:
         """`factory` is the process's informer factory (its owner shuts it down); the pods informer joins it."""
         self.client = client
         self.nodes = nodes
-        self.workers = workers if workers is not None else pod_workers_for(len(nodes))
+        self.workers = workers
         self.broadcaster = EventBroadcaster(client) if events else None
         self._recorders: dict[str, CoreEventRecorder] = {}
         self._images: dict[str, set[str]] = {}  # per node, the images it has pulled
