@@ -25,6 +25,12 @@ _SERVER_META = {"name", "namespace", "uid", "resourceVersion", "generation", "cr
                 "deletionTimestamp", "deletionGracePeriodSeconds", "managedFields", "selfLink", "generateName"}  # fmt: skip
 
 
+def _not_a_field(path: Path, name: str) -> bool:
+    """Whether `name` below `path` is left out of every manager's fields: the kind's apiVersion and kind, and
+    the metadata the server owns."""
+    return (not path and name in ("apiVersion", "kind")) or (path == ("f:metadata",) and name in _SERVER_META)
+
+
 def _item_key(item: Any, node: Node | None) -> str | None:
     if node is None:
         return None
@@ -41,9 +47,7 @@ def leaves(value: Any, node: Node | None, path: Path = ()) -> dict[Path, Any]:
     out: dict[Path, Any] = {}
     if isinstance(value, dict) and value and not (node is not None and node.open_ended and not node.is_object):
         for k, v in value.items():
-            if not path and k in ("apiVersion", "kind"):
-                continue
-            if path == ("f:metadata",) and k in _SERVER_META:
+            if _not_a_field(path, k):
                 continue
             child = node.child(k) if node is not None else None
             out.update(leaves(v, child, (*path, f"f:{k}")))
@@ -90,9 +94,7 @@ def _fieldset(value: Any, node: Node | None, path: Path) -> dict[str, Any] | Non
     if isinstance(value, dict) and value and not (node is not None and node.open_ended and not node.is_object):
         out: dict[str, Any] = {}
         for k in sorted(value):
-            if not path and k in ("apiVersion", "kind"):
-                continue
-            if path == ("f:metadata",) and k in _SERVER_META:
+            if _not_a_field(path, k):
                 continue
             key = f"f:{k}"
             child = node.child(k) if node is not None else None
@@ -278,9 +280,7 @@ def _changed_leaves(new: Any, old: Any, node: Node | None, path: Path, out: set[
     if _decomposes(new, node) and isinstance(new, dict):
         old_fields = old if isinstance(old, dict) and _decomposes(old, node) else None
         for k, v in new.items():
-            if not path and k in ("apiVersion", "kind"):
-                continue
-            if path == ("f:metadata",) and k in _SERVER_META:
+            if _not_a_field(path, k):
                 continue
             child = node.child(k) if node is not None else None
             before = old_fields.get(k, _ABSENT) if old_fields is not None else _ABSENT
@@ -331,7 +331,7 @@ def _still_owned(fields: dict[str, Any], value: Any, node: Node | None, path: Pa
             name = part[2:]
             if not part.startswith("f:") or name not in value:
                 continue
-            if (not path and name in ("apiVersion", "kind")) or (path == ("f:metadata",) and name in _SERVER_META):
+            if _not_a_field(path, name):
                 continue
             child, child_node = value[name], (node.child(name) if node is not None else None)
         else:
