@@ -313,6 +313,17 @@ def _changed_leaves(new: Any, old: Any, node: Node | None, path: Path, out: set[
     out.add(path)
 
 
+def _leaf_paths(fields: dict[str, Any], path: Path) -> list[Path]:
+    """The paths of the leaves of a FieldsV1 tree below `path`."""
+    out: list[Path] = []
+    for part, sub in fields.items():
+        if isinstance(sub, dict) and sub:
+            out += _leaf_paths(sub, (*path, part))
+        else:
+            out.append((*path, part))
+    return out
+
+
 def _still_owned(fields: dict[str, Any], value: Any, node: Node | None, path: Path, out: set[Path]) -> None:
     """Add to `out` the paths of the leaves of `fields` (a manager's FieldsV1 below `path`) that `value`, the object's
     value at `path`, still has: those that are, or lead to, one of its leaves. One walk of both trees, as deep
@@ -325,6 +336,11 @@ def _still_owned(fields: dict[str, Any], value: Any, node: Node | None, path: Pa
         keyed = _keyed(value, node)
         if keyed is None:
             return  # a list kept whole
+        if len(keyed) < len(value):
+            # Duplicate keys: `leaves` merges the items' fields, so look among its plain output.
+            present = {q[:i] for q in leaves(value, node, path) for i in range(len(q) + 1)}
+            out.update(q for q in _leaf_paths(fields, path) if q in present)
+            return
     for part, sub in fields.items():
         p = (*path, part)
         if keyed is None:

@@ -158,8 +158,9 @@ _containers = st.lists(
 _status = st.fixed_dictionaries(
     {}, optional={"phase": st.sampled_from(["Pending", "Running"]), "podIP": st.sampled_from(["10.0.0.1", "10.0.0.2"]),
                   "conditions": st.lists(st.fixed_dictionaries({"type": st.sampled_from(["Ready", "Initialized"]),
-                                                                "status": st.sampled_from(["True", "False"])}),
-                                         max_size=2, unique_by=lambda c: c["type"]),
+                                                                "status": st.sampled_from(["True", "False"])},
+                                                               optional={"reason": st.just("R")}),
+                                         max_size=3),  # duplicate types too: leaves merges their fields
                   "containerStatuses": st.lists(st.fixed_dictionaries(
                       {"name": st.sampled_from(["a", "b"])},
                       optional={"state": st.sampled_from([{}, {"running": {"startedAt": "t"}},
@@ -192,3 +193,28 @@ def test_record_matches_the_plain_rule(a, b, c, managers, subresources):
         record(cur, prev, pod_node, manager, "v1", sub)
         got = cur["metadata"].get("managedFields") or []
         assert [(e["manager"], e["fieldsV1"]) for e in got] == [(e["manager"], e["fieldsV1"]) for e in want]
+
+
+def test_fields_kept_in_an_earlier_item_of_a_duplicated_key_stay_owned():
+    """Two conditions of one type: leaves merges their fields, so a field only the first has still exists, and
+    its manager keeps it when another manager changes something else."""
+    pod_node = kind_node("", "v1", "Pod")
+
+    def pod(conditions, phase):
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                "spec": {"containers": [{"name": "c", "image": "i"}]},
+                "status": {"phase": phase, "conditions": conditions}}  # fmt: skip
+
+    first = pod([{"type": "Ready", "status": "True", "reason": "R"}], "Pending")
+    record(first, None, pod_node, "creator", "v1")
+    second = pod([{"type": "Ready", "status": "True", "reason": "R"}, {"type": "Ready", "status": "True"}], "Pending")
+    second["metadata"]["managedFields"] = first["metadata"]["managedFields"]
+    record(second, first, pod_node, "kubelet", "v1", "status")
+    third = pod(second["status"]["conditions"], "Running")
+    third["metadata"]["managedFields"] = second["metadata"]["managedFields"]
+    want = _reference_record(orjson.loads(orjson.dumps(third)), second, pod_node, "creator", "v1")
+    record(third, second, pod_node, "creator", "v1")
+    got = [(e["manager"], e["fieldsV1"]) for e in third["metadata"]["managedFields"]]
+    assert got == [(e["manager"], e["fieldsV1"]) for e in want]
+    creator = dict(got)["creator"]
+    assert "f:reason" in creator["f:status"]["f:conditions"]['k:{"type":"Ready"}']
