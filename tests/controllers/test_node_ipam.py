@@ -82,7 +82,7 @@ def test_allocation_exhaustion_recovery_and_release(server: APIServerProcess) ->
         (("--allocate-node-cidrs=1",), True),
         (("--allocate-node-cidrs=false",), False),
         (("--allocate-node-cidrs=F",), False),
-        (("--allocate-node-cidrs", "--cluster-cidr", "10.0.0.0/16"), True),
+        (("--allocate-node-cidrs", "--cluster-cidr", "10.244.0.0/16"), True),
     ],
 )
 def test_allocate_node_cidrs_reads_as_upstreams_bool_flag(args, want):

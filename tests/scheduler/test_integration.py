@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
+from pyk8s.testing import polling
 from pyk8s.testing.cluster import APIServerProcess
 from pyk8s.testing.components import ComponentProcess
 
@@ -29,15 +30,8 @@ def cluster():
 
 
 def wait_for(what: str, fn: Callable[[], Any], timeout: float = 30.0, cluster: Any = None) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        got = fn()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            tail = cluster.scheduler.log_tail() if cluster is not None else ""
-            raise AssertionError(f"timed out waiting for {what}\n{tail}")
-        time.sleep(0.2)
+    """pyk8s.testing.polling.wait_for, showing the scheduler's log tail of `cluster` when it times out."""
+    return polling.wait_for(what, fn, timeout, logs=cluster.scheduler.log_tail if cluster is not None else lambda: "")
 
 
 def node(name: str, cpu: str = "4", memory: str = "32Gi", labels: dict[str, str] | None = None,
