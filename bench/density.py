@@ -27,6 +27,8 @@ import argparse
 import asyncio
 import contextlib
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -59,9 +61,17 @@ if not console.is_terminal:
 
 NS = "density"
 LEASE_NS = "kube-node-lease"
+# This script's own process: it creates the pods and watches them all, on the same 2 cores as the cluster (upstream
+# runs its test client elsewhere), so its cost is reported beside the components'.
+CLIENT = "bench client"
 
 
 # -- processes --------------------------------------------------------------------------------------------------
+
+
+def client_cpu() -> float:
+    t = os.times()
+    return t.user + t.system
 
 
 def rss_bytes(pid: int) -> tuple[int, int]:
@@ -239,6 +249,7 @@ class PodsResult:
     bound_latencies: list[float]
     span: float  # first create to last pod done
     samples: list[tuple[float, int]]  # (seconds since start, pods done) once a second
+    cpu_samples: dict[str, list[float]]  # process name -> its CPU seconds so far, at each of `samples`
     create_errors: int
     cpu: dict[str, float]  # process name -> CPU seconds during the phase
     rss: dict[str, int]  # process name -> peak RSS bytes
@@ -257,6 +268,8 @@ async def run_pods(client: RESTClient, label: str, prefix: str, n: int, args: ar
     done_map = times.running if running else times.bound
     what = "Running" if running else "bound"
     cpu_before = {p.name: p.cpu() for p in procs}
+    cpu_before[CLIENT] = client_cpu()
+    cpu_samples: dict[str, list[float]] = {name: [] for name in cpu_before}
     start = time.monotonic()
     creator = asyncio.create_task(create_pods(client, prefix, n, args.rate, args.concurrency, times))
     samples: list[tuple[float, int]] = []
@@ -280,6 +293,9 @@ async def run_pods(client: RESTClient, label: str, prefix: str, n: int, args: ar
             count = len(done_map)
             if now >= next_sample:
                 samples.append((now - start, count))
+                for p in procs:
+                    cpu_samples[p.name].append(p.cpu())
+                cpu_samples[CLIENT].append(client_cpu())
                 next_sample += 1.0
             progress.update(created, completed=len(times.sent) - 0, info=f"errors {times.create_errors}")
             progress.update(finished, completed=count, info=f"bound {len(times.bound)}")
@@ -292,16 +308,20 @@ async def run_pods(client: RESTClient, label: str, prefix: str, n: int, args: ar
                 break
     await creator
     samples.append((time.monotonic() - start, len(done_map)))
+    for p in procs:
+        cpu_samples[p.name].append(p.cpu())
+    cpu_samples[CLIENT].append(client_cpu())
     watcher.cancel()
     if leases is not None:
         leases.cancel()
-    cpu = {p.name: p.cpu() - cpu_before[p.name] for p in procs}
+    cpu = {name: got[-1] - cpu_before[name] for name, got in cpu_samples.items()}
     rss = {p.name: rss_bytes(p.pid)[1] for p in procs}
+    rss[CLIENT] = rss_bytes(os.getpid())[1]
     lat = [done_map[k] - t for k, t in times.sent.items() if k in done_map]
     bound_lat = [times.bound[k] - t for k, t in times.sent.items() if k in times.bound]
     end = max(done_map.values(), default=start)
-    return PodsResult(label, what, n, len(lat), lat, bound_lat, end - start, samples, times.create_errors, cpu, rss,
-                      stalest[0] if running and stalest[0] >= 0 else None)  # fmt: skip
+    return PodsResult(label, what, n, len(lat), lat, bound_lat, end - start, samples, cpu_samples, times.create_errors,
+                      cpu, rss, stalest[0] if running and stalest[0] >= 0 else None)  # fmt: skip
 
 
 async def watch_lease_ages(client: RESTClient, stalest: list[float]) -> None:
@@ -425,12 +445,15 @@ async def cluster(args: argparse.Namespace, n_pods: int) -> tuple[IdleResult, Po
                 if args.idle_only:
                     return idle, None
                 pods = await run_pods(client, "cluster", "pod", n_pods, args, procs, True)
+                print_slow_collections(procs)
                 return idle, pods
         finally:
             for p in nodes:
                 p.proc.stop()
             if sched is not None:
                 sched.stop()
+            if args.keep_logs:
+                copy_logs(server.dir, Path(args.keep_logs))
 
 
 # -- output -----------------------------------------------------------------------------------------------------
@@ -450,6 +473,21 @@ def print_idle(r: IdleResult) -> None:
     console.print(t)
     console.print(f"API server writes meanwhile: {r.writes_per_s:,.0f}/s (the heartbeats: ~{r.nodes / 10:,.0f} lease "
                   f"renewals/s, plus status reports)")  # fmt: skip
+
+
+def copy_logs(src: Path, dest: Path) -> None:
+    dest.mkdir(parents=True, exist_ok=True)
+    for log in src.glob("*.log"):
+        shutil.copy(log, dest / log.name)
+
+
+def print_slow_collections(procs: list[Proc]) -> None:
+    """The full garbage collections each component logged as slow (pyk8s.gc_policy): they stop the process."""
+    for p in procs:
+        took = [float(m) for m in re.findall(r"garbage collection took ([0-9.]+) s", p.log.read_text(errors="replace"))]
+        if took:
+            console.print(f"{p.name}: {len(took)} slow garbage collection(s), {sum(took):.1f} s in all, "
+                          f"longest {max(took):.1f} s")  # fmt: skip
 
 
 def print_pods(main: PodsResult | None, base: PodsResult | None) -> None:
@@ -490,7 +528,7 @@ def plot(path: str, main: PodsResult | None, base: PodsResult | None) -> None:
     except ImportError:
         console.print("[yellow]--plot needs matplotlib: pip install -e .[bench]")
         return
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 5))
+    fig, (ax1, ax2, ax3) = plt.subplots(1, 3, figsize=(19, 5))
     for r in (main, base):
         if r is None or not r.latencies:
             continue
@@ -502,6 +540,14 @@ def plot(path: str, main: PodsResult | None, base: PodsResult | None) -> None:
     ax1.axvline(5.0, color="grey", linestyle=":", label="upstream SLO p99 5 s")
     ax1.set(xlabel="seconds", ylabel="fraction of pods", title="pod startup latency (CDF)")
     ax2.set(xlabel="seconds since the first create", ylabel="pods/s", title="throughput (1 s samples)")
+    if main is not None and len(main.samples) > 1:  # where the CPU went while the pods started
+        ts = [t for t, _ in main.samples]
+        for name, got in main.cpu_samples.items():
+            pct = [(b - a) / max(t1 - t0, 1e-9) * 100 for (t0, t1, a, b) in zip(ts, ts[1:], got, got[1:], strict=False)]
+            ax3.plot(ts[1:], pct, label=name, linewidth=0.8)
+        ax3.set(xlabel="seconds since the first create", ylabel="CPU % of one core",
+                title=f"{main.label}: CPU per process (1 s samples)")  # fmt: skip
+        ax3.legend()
     ax1.legend()
     ax2.legend()
     fig.tight_layout()
@@ -524,6 +570,7 @@ def main() -> None:
     ap.add_argument("--idle-only", action="store_true", help="only the idle heartbeat cost")
     ap.add_argument("--skip-baseline", action="store_true")
     ap.add_argument("--plot", metavar="FILE.png", help="latency CDF and throughput over time (needs matplotlib)")
+    ap.add_argument("--keep-logs", metavar="DIR", help="copy the components' logs of the cluster run here")
     ap.add_argument("--nodes-pythonpath", default="", help="run the nodes process(es) from this pyk8s tree")
     args = ap.parse_args()
     if args.quick:

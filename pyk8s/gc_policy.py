@@ -14,13 +14,17 @@ collection (every `COMPLETE_EVERY` seconds) unfreezes everything first and recla
 from __future__ import annotations
 
 import gc
+import logging
 import time
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 COMPLETE_EVERY = 600.0  # seconds between full collections that look at frozen objects too
 # Allocations between young collections (Python's default is 700): a request allocates thousands of
 # short-lived dicts, which reference counting frees anyway, so collecting every 700 mostly finds nothing.
 YOUNG_THRESHOLD = 20_000
+SLOW_COLLECTION = 1.0  # seconds: a full collection this long stalls every request, so it is logged
 
 
 class _Policy:
@@ -28,17 +32,30 @@ class _Policy:
         self.complete_every = complete_every
         self.threshold = threshold  # what stop_freezing puts back
         self.last_complete = time.monotonic()
+        self.started = 0.0
+        self.complete = False  # whether the collection under way looks at frozen objects too
 
     def __call__(self, phase: str, info: dict[str, Any]) -> None:
         if info.get("generation") != 2:
             return
         if phase == "start":
-            if time.monotonic() - self.last_complete >= self.complete_every:
+            self.started = time.monotonic()
+            self.complete = self.started - self.last_complete >= self.complete_every
+            if self.complete:
                 # Back into the oldest generation, so the collection starting now sees everything.
                 gc.unfreeze()
-                self.last_complete = time.monotonic()
+                self.last_complete = self.started
         elif phase == "stop":
             gc.freeze()
+            took = time.monotonic() - self.started
+            if took >= SLOW_COLLECTION:
+                log.warning(
+                    "%s garbage collection took %.1f s (%d objects frozen, %d collected)",
+                    "complete" if self.complete else "full",
+                    took,
+                    gc.get_freeze_count(),
+                    info.get("collected", 0),
+                )
 
 
 _policy: _Policy | None = None

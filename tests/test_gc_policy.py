@@ -51,3 +51,15 @@ def test_young_collections_are_rarer_until_stopped(policy):
     policy.freeze_long_lived()  # idempotent: what stop_freezing restores is still the original
     policy.stop_freezing()
     assert gc.get_threshold() == (700, 10, 10)
+
+
+def test_a_slow_full_collection_is_logged(policy, monkeypatch, caplog):
+    monkeypatch.setattr(gc_policy, "SLOW_COLLECTION", 0.0)  # every full collection counts as slow
+    policy.freeze_long_lived(complete_every=3600)
+    with caplog.at_level("WARNING", logger="pyk8s.gc_policy"):
+        gc.collect()
+    assert any("full garbage collection took" in r.getMessage() for r in caplog.records)
+    policy.freeze_long_lived(complete_every=0)
+    with caplog.at_level("WARNING", logger="pyk8s.gc_policy"):
+        gc.collect()
+    assert "complete garbage collection took" in caplog.records[-1].getMessage()

@@ -34,6 +34,7 @@ from ..client.cache.indexer import meta_namespace_key
 from ..client.events import CoreEventRecorder, EventBroadcaster
 from ..client.rest import RESTClient
 from ..client.workqueue import RateLimitingQueue, process_items
+from ..gc_policy import freeze_long_lived
 from .admission import AdmittedPods, admit
 from .container_model import annotation_error
 from .pod_lifecycle import DEADLINE_MESSAGE, DEADLINE_REASON, Action, PodSync, needs_pod_ip, sync_pod
@@ -117,6 +118,7 @@ class PodWorkers:
             self.broadcaster.start()
         try:
             await self.factory.wait_for_cache_sync()
+            freeze_long_lived()  # the informers hold every pod of these nodes for good: see gc_policy
             await asyncio.gather(*(self._worker() for _ in range(self.workers)))
         finally:
             self.queue.shut_down()
