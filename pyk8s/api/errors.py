@@ -389,6 +389,16 @@ def unauthorized(message: str = "Unauthorized") -> StatusError:
     return Unauthorized(401, "Unauthorized", message)
 
 
+NAMESPACE_TERMINATING_CAUSE = "NamespaceTerminating"  # a create refused because its namespace is going away
+
+
+def has_status_cause(err: BaseException, cause_type: str) -> bool:
+    """Whether `err` is a StatusError whose details list a cause of `cause_type` (upstream: HasStatusCause)."""
+    if not isinstance(err, StatusError):
+        return False
+    return any(isinstance(c, dict) and c.get("type") == cause_type for c in (err.details or {}).get("causes") or ())
+
+
 def forbidden_request(resource: str, name: str, reason: str, group: str = "") -> StatusError:
     what = qualified(resource, group)
     msg = f"{what} {go_quote(name)} is forbidden: {reason}" if name else f"{what} is forbidden: {reason}"

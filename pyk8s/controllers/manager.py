@@ -27,6 +27,8 @@ from .nodeipam import NodeIpamController
 from .nodelifecycle import NodeLifecycleController
 from .nodelifecycle.zones import EvictionRates
 from .podgc import DEFAULT_TERMINATED_POD_GC_THRESHOLD, PodGCController
+from .replicaset import ReplicaSetController
+from .replication import replication_manager
 from .tainteviction import TaintEvictionController
 
 log = logging.getLogger(__name__)
@@ -48,6 +50,12 @@ def new_controller_initializers() -> dict[str, Initializer]:
         "node-ipam-controller": _node_ipam,
         "pod-garbage-collector-controller": lambda c, f, o: PodGCController(
             c, f, terminated_pod_threshold=o.get("terminated_pod_gc_threshold", DEFAULT_TERMINATED_POD_GC_THRESHOLD)
+        ),
+        "replicaset-controller": lambda c, f, o: ReplicaSetController(
+            c, f, workers=o.get("concurrent_replicaset_syncs", 5)
+        ),
+        "replicationcontroller-controller": lambda c, f, o: replication_manager(
+            c, f, workers=o.get("concurrent_rc_syncs", 5)
         ),
     }
 
@@ -81,6 +89,8 @@ ALIASES = {
     "nodelifecycle": "node-lifecycle-controller",
     "nodeipam": "node-ipam-controller",
     "podgc": "pod-garbage-collector-controller",
+    "replicaset": "replicaset-controller",
+    "replicationcontroller": "replicationcontroller-controller",
 }
 
 

@@ -164,6 +164,10 @@ def test_terminating_and_missing_namespaces(cluster):
     assert marked["status"]["phase"] == "Terminating"
     status, body = cluster.request("POST", "/api/v1/namespaces/doomed/configmaps", {"metadata": {"name": "x"}})
     assert status == 403 and "because it is being terminated" in str(body)
+    # Controllers recognise this refusal by its cause and create nothing more there, silently.
+    assert body["details"]["causes"] == [
+        {"type": "NamespaceTerminating", "message": "namespace doomed is being terminated", "field": "metadata.namespace"}
+    ]
     status, body = cluster.request("POST", "/api/v1/namespaces/nowhere/configmaps", {"metadata": {"name": "x"}})
     assert status == 404 and body["message"] == 'namespaces "nowhere" not found'
     status, body = cluster.request("DELETE", "/api/v1/namespaces/default")

@@ -30,12 +30,17 @@ class NamespaceLifecycle:
             raise errors.not_found("namespaces", a.namespace)
         terminating = ns["metadata"].get("deletionTimestamp") or (ns.get("status") or {}).get("phase") == "Terminating"
         if terminating and not (a.resource.plural == "events" and a.resource.group in ("", "events.k8s.io")):
-            raise errors.forbidden_request(
+            err = errors.forbidden_request(
                 a.resource.plural,
                 a.name,
                 f"unable to create new content in namespace {a.namespace} because it is being terminated",
                 a.resource.group,
             )
+            # The cause lets controllers tell this refusal from others and stay quiet about it, as upstream's.
+            cause = {"type": errors.NAMESPACE_TERMINATING_CAUSE, "message": f"namespace {a.namespace} is being terminated",
+                     "field": "metadata.namespace"}  # fmt: skip
+            err.details = {**(err.details or {}), "causes": [*(err.details or {}).get("causes", []), cause]}
+            raise err
 
     async def validate(self, a: Attributes) -> None:
         if (

@@ -1,0 +1,161 @@
+"""Which of a controller's pods count, and which go first when there are too many (upstream:
+pkg/controller/controller_utils.go, IsPodActive and ActivePodsWithRanks).
+
+A pod is active until it has terminated (Succeeded/Failed) or is being deleted. When a ReplicaSet has more
+active pods than replicas, it deletes them in `deletion_order`: the earlier a pod is in its start-up the sooner
+it goes, so that the pods serving longest stay. The comparison follows upstream's rules, in order (the first
+that tells the two pods apart decides):
+
+1. not yet scheduled before scheduled;
+2. phase Pending before Unknown before Running;
+3. not Ready before Ready;
+4. lower `controller.kubernetes.io/pod-deletion-cost` first;
+5. more pods of the same controller family on its node first (spreads what stays);
+6. both Ready: Ready more recently first, compared in powers of two of the time since (so pods that became
+   Ready a few seconds apart count as equally young, and the tie goes by UID);
+7. more container restarts first (regular containers, then sidecars);
+8. created more recently first, in the same powers of two, ties by UID.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ..api.meta import parse_time
+from .podutil import is_pod_ready, ready_since
+
+Pod = Mapping[str, Any]
+
+POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+_PHASE_ORDINAL = {"Pending": 0, "Unknown": 1, "Running": 2}  # anything else counts as Pending, as upstream's map
+
+
+def is_pod_active(pod: Pod) -> bool:
+    phase = (pod.get("status") or {}).get("phase")
+    return phase not in ("Succeeded", "Failed") and not (pod.get("metadata") or {}).get("deletionTimestamp")
+
+
+def filter_active_pods(pods: Iterable[Pod]) -> list[Pod]:
+    return [p for p in pods if is_pod_active(p)]
+
+
+def deletion_cost(pod: Pod) -> int:
+    """The pod-deletion-cost annotation as an int32; 0 when absent or invalid (upstream rejects a leading `+`
+    or leading zeros)."""
+    value = ((pod.get("metadata") or {}).get("annotations") or {}).get(POD_DELETION_COST)
+    if not isinstance(value, str) or not value:
+        return 0
+    digits = value[1:] if value[0] == "-" else value
+    if not digits.isdigit() or not digits.isascii() or (digits[0] == "0" and value != "0"):
+        return 0
+    n = int(value)
+    return n if -(2**31) <= n < 2**31 else 0
+
+
+def max_container_restarts(pod: Pod) -> tuple[int, int]:
+    """(the most restarts of a regular container, the most of a sidecar: a restartable init container)."""
+    status = pod.get("status") or {}
+    regular = max((int(c.get("restartCount") or 0) for c in status.get("containerStatuses") or ()), default=0)
+    sidecars = {
+        c.get("name") for c in (pod.get("spec") or {}).get("initContainers") or () if c.get("restartPolicy") == "Always"
+    }
+    sidecar = max(
+        (
+            int(c.get("restartCount") or 0)
+            for c in status.get("initContainerStatuses") or ()
+            if c.get("name") in sidecars
+        ),
+        default=0,
+    )
+    return regular, sidecar
+
+
+def _creation(pod: Pod) -> dt.datetime | None:
+    raw = (pod.get("metadata") or {}).get("creationTimestamp")
+    if not raw:
+        return None
+    try:
+        return parse_time(str(raw))
+    except ValueError:
+        return None
+
+
+def _log_rank(t: dt.datetime, now: dt.datetime) -> int:
+    ns = (now - t) // dt.timedelta(microseconds=1) * 1000
+    return int(math.log2(ns)) if ns > 0 else -1
+
+
+def _newer_first(t1: dt.datetime | None, t2: dt.datetime | None, uid1: str, uid2: str, now: dt.datetime | None) -> int:
+    """-1 if the first pod goes first by these times, 1 if the second, 0 when the times are equal. A missing time
+    goes first (upstream: afterOrZero)."""
+    if t1 == t2:
+        return 0
+    if t1 is None or t2 is None:
+        return -1 if t1 is None else 1
+    if now is None:
+        return -1 if t1 > t2 else 1
+    diff = _log_rank(t1, now) - _log_rank(t2, now)
+    if diff == 0:
+        return -1 if uid1 < uid2 else 1
+    return -1 if diff < 0 else 1
+
+
+class _Ranked:
+    __slots__ = ("cost", "created", "phase", "pod", "rank", "ready", "ready_at", "restarts", "scheduled", "uid")
+
+    def __init__(self, pod: Pod, rank: int) -> None:
+        self.pod = pod
+        self.rank = rank
+        self.scheduled = bool((pod.get("spec") or {}).get("nodeName"))
+        self.phase = _PHASE_ORDINAL.get((pod.get("status") or {}).get("phase") or "", 0)
+        self.ready = is_pod_ready(pod)
+        self.cost = deletion_cost(pod)
+        self.ready_at = ready_since(pod) if self.ready else None
+        self.restarts = max_container_restarts(pod)
+        self.created = _creation(pod)
+        self.uid = str((pod.get("metadata") or {}).get("uid") or "")
+
+
+def _compare(a: _Ranked, b: _Ranked, now: dt.datetime | None) -> int:
+    if a.scheduled != b.scheduled:
+        return -1 if not a.scheduled else 1
+    if a.phase != b.phase:
+        return -1 if a.phase < b.phase else 1
+    if a.ready != b.ready:
+        return -1 if not a.ready else 1
+    if a.cost != b.cost:
+        return -1 if a.cost < b.cost else 1
+    if a.rank != b.rank:
+        return -1 if a.rank > b.rank else 1
+    if a.ready and b.ready:
+        by_ready = _newer_first(a.ready_at, b.ready_at, a.uid, b.uid, now)
+        if by_ready:
+            return by_ready
+    for ra, rb in zip(a.restarts, b.restarts, strict=True):
+        if ra != rb:
+            return -1 if ra > rb else 1
+    return _newer_first(a.created, b.created, a.uid, b.uid, now)
+
+
+def deletion_order(pods: Sequence[Pod], ranks: Sequence[int], now: dt.datetime | None) -> list[Pod]:
+    """`pods` in the order a controller deletes them (the module docstring's rules); `ranks[i]` is how many
+    active pods of the same controller family share pod i's node. `now` None compares times exactly, without
+    the powers of two."""
+    ranked = [_Ranked(p, r) for p, r in zip(pods, ranks, strict=True)]
+    ranked.sort(key=functools.cmp_to_key(lambda a, b: _compare(a, b, now)))
+    return [r.pod for r in ranked]
+
+
+def ranks_by_colocation(pods: Sequence[Pod], related: Iterable[Pod]) -> list[int]:
+    """For each of `pods`, the number of active pods among `related` (the pods of every ReplicaSet with the same
+    owner) on the same node (upstream: getPodsRankedByRelatedPodsOnSameNode)."""
+    on_node: dict[str, int] = {}
+    for p in related:
+        if is_pod_active(p):
+            node = (p.get("spec") or {}).get("nodeName") or ""
+            on_node[node] = on_node.get(node, 0) + 1
+    return [on_node.get((p.get("spec") or {}).get("nodeName") or "", 0) for p in pods]

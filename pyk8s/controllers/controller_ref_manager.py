@@ -1,0 +1,176 @@
+"""Which pods a controller owns (upstream: pkg/controller/controller_ref_manager.go, PodControllerRefManager).
+
+Ownership is the pod's controller owner reference, not the selector: a controller claims the pods it owns that
+its selector still matches, releases the ones it owns that no longer match (a PATCH deleting its reference), and
+adopts orphans that match (a PATCH adding its reference). Both patches carry the pod's UID, so a pod deleted and
+re-created under the same name in between is left alone (the API server answers 409). An owner being deleted
+adopts and releases nothing; before the first adoption the owner is read fresh from the API server, so that an
+owner deleted since the cache saw it does not take orphans with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any
+
+from ..api import errors
+from ..api.selectors import LabelSelector
+from ..client.cache.indexer import Indexer
+from .pod_control import PodControl
+
+Pod = Mapping[str, Any]
+
+
+class CannotAdopt(Exception):
+    """The owner may not adopt: it is gone, replaced, or being deleted."""
+
+
+def adopt_patch(owner_ref: Mapping[str, Any], pod_uid: str, finalizers: Iterable[str] = ()) -> dict[str, Any]:
+    """The strategic merge patch that makes `owner_ref` the pod's controller (upstream:
+    ownerRefControllerPatch); a Job's also adds its tracking finalizer."""
+    meta: dict[str, Any] = {"ownerReferences": [dict(owner_ref)], "uid": pod_uid}
+    if fin := list(finalizers):
+        meta["finalizers"] = fin
+    return {"metadata": meta}
+
+
+def release_patch(owner_uid: str, pod_uid: str) -> dict[str, Any]:
+    """The strategic merge patch that removes the owner's reference from the pod (upstream:
+    GenerateDeleteOwnerRefStrategicMergeBytes)."""
+    return {"metadata": {"ownerReferences": [{"$patch": "delete", "uid": owner_uid}], "uid": pod_uid}}
+
+
+class PodControllerRefManager:
+    """Claims pods for one owner: `claim_pods` answers the pods it owns after adopting and releasing."""
+
+    def __init__(
+        self,
+        pod_control: PodControl,
+        owner: Mapping[str, Any],
+        owner_ref: Mapping[str, Any],
+        selector: LabelSelector,
+        can_adopt: Callable[[], Awaitable[None]],
+        finalizers: Iterable[str] = (),
+    ) -> None:
+        self.pod_control = pod_control
+        self.owner = owner
+        self.owner_ref = owner_ref
+        self.selector = selector
+        self._can_adopt = can_adopt
+        self._can_adopt_checked: BaseException | bool | None = False
+        self.finalizers = tuple(finalizers)
+        md = owner.get("metadata") or {}
+        self.uid = str(md.get("uid") or "")
+        self.namespace = str(md.get("namespace") or "")
+        self.deleting = bool(md.get("deletionTimestamp"))
+
+    async def claim_pods(self, pods: Iterable[Pod], extra_match: Callable[[Pod], bool] | None = None) -> list[Pod]:
+        """The pods this owner controls once orphans are adopted and strays released; raises the first error
+        (after trying every pod), as upstream aggregates them."""
+        claimed: list[Pod] = []
+        failures: list[BaseException] = []
+        for pod in pods:
+            try:
+                if await self._claim(pod, extra_match):
+                    claimed.append(pod)
+            except (errors.StatusError, ConnectionError, CannotAdopt) as err:
+                failures.append(err)
+        if failures:
+            raise failures[0]
+        return claimed
+
+    def _matches(self, pod: Pod, extra_match: Callable[[Pod], bool] | None) -> bool:
+        labels = (pod.get("metadata") or {}).get("labels") or {}
+        return self.selector.matches(labels) and (extra_match is None or extra_match(pod))
+
+    async def _claim(self, pod: Pod, extra_match: Callable[[Pod], bool] | None) -> bool:
+        md = pod.get("metadata") or {}
+        ref = next((r for r in md.get("ownerReferences") or () if isinstance(r, Mapping) and r.get("controller")),
+                   None)  # fmt: skip
+        if ref is not None:
+            if ref.get("uid") != self.uid:
+                return False  # another controller's
+            if self._matches(pod, extra_match):
+                return True
+            if self.deleting:
+                return False
+            try:
+                await self.pod_control.patch_pod(str(md.get("namespace")), str(md.get("name")),
+                                                 release_patch(self.uid, str(md.get("uid") or "")))  # fmt: skip
+            except errors.NotFound:
+                pass  # gone already: nothing to release
+            return False
+        # An orphan.
+        if self.deleting or not self._matches(pod, extra_match) or md.get("deletionTimestamp"):
+            return False
+        if self.namespace and md.get("namespace") != self.namespace:
+            return False
+        await self._check_can_adopt()
+        try:
+            await self.pod_control.patch_pod(
+                str(md.get("namespace")), str(md.get("name")),
+                adopt_patch(self.owner_ref, str(md.get("uid") or ""), self.finalizers),
+            )  # fmt: skip
+        except errors.NotFound:
+            return False
+        return True
+
+    async def _check_can_adopt(self) -> None:
+        """Upstream's canAdopt: one fresh check per claim, its failure remembered."""
+        if self._can_adopt_checked is False:
+            try:
+                await self._can_adopt()
+                self._can_adopt_checked = None
+            except (errors.StatusError, ConnectionError, CannotAdopt) as err:
+                self._can_adopt_checked = err
+        if isinstance(self._can_adopt_checked, BaseException):
+            raise self._can_adopt_checked
+
+
+def recheck_deletion(get_fresh: Callable[[], Awaitable[Mapping[str, Any]]], kind: str,
+                     owner: Mapping[str, Any]) -> Callable[[], Awaitable[None]]:  # fmt: skip
+    """A `can_adopt` that reads the owner afresh and refuses if it is gone, replaced (another UID) or being
+    deleted (upstream: RecheckDeletionTimestamp with the controller's own GET)."""
+    md = owner.get("metadata") or {}
+
+    async def check() -> None:
+        fresh = await get_fresh()
+        fmd = fresh.get("metadata") or {}
+        if fmd.get("uid") != md.get("uid"):
+            raise CannotAdopt(f"original {kind} {md.get('namespace')}/{md.get('name')} is gone: got uid "
+                              f"{fmd.get('uid')}, wanted {md.get('uid')}")  # fmt: skip
+        if fmd.get("deletionTimestamp"):
+            raise CannotAdopt(f"{md.get('namespace')}/{md.get('name')} has just been deleted at "
+                              f"{fmd.get('deletionTimestamp')}")  # fmt: skip
+
+    return check
+
+
+# Pods by their controller's UID, orphans under `<namespace>/_ORPHAN_POD` (upstream: PodControllerUIDIndex), so that
+# an owner's sync looks at its own pods and the orphans of its namespace instead of every pod there.
+POD_CONTROLLER_UID_INDEX = "podControllerUID"
+ORPHAN_POD_INDEX_KEY = "_ORPHAN_POD"
+
+
+def _controller_uid_index(pod: Pod) -> list[str]:
+    md = pod.get("metadata") or {}
+    ref = next((r for r in md.get("ownerReferences") or () if isinstance(r, Mapping) and r.get("controller")), None)
+    if ref is not None:
+        return [str(ref.get("uid") or "")]
+    return [f"{md.get('namespace', '')}/{ORPHAN_POD_INDEX_KEY}"]
+
+
+def add_pod_controller_uid_indexer(indexer: Indexer) -> None:
+    """File the pods under their controller's UID (once per shared informer, whichever controller asks first)."""
+    if POD_CONTROLLER_UID_INDEX not in indexer.get_indexers():
+        indexer.add_indexers({POD_CONTROLLER_UID_INDEX: _controller_uid_index})
+
+
+def pods_by_owner(indexer: Indexer, owner: Mapping[str, Any], include_orphans: bool) -> list[Pod]:
+    """The pods whose controller is `owner` and, with `include_orphans`, the orphans of its namespace (upstream:
+    FilterPodsByOwner)."""
+    md = owner.get("metadata") or {}
+    pods: list[Pod] = indexer.by_index(POD_CONTROLLER_UID_INDEX, str(md.get("uid") or ""))
+    if include_orphans:
+        pods += indexer.by_index(POD_CONTROLLER_UID_INDEX, f"{md.get('namespace', '')}/{ORPHAN_POD_INDEX_KEY}")
+    return pods
