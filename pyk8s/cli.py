@@ -339,6 +339,7 @@ def up(data_dir: Path | None, node_count: int, verbosity: int, **kw: object) -> 
 )
 @click.option("--concurrent-gc-syncs", default=20, show_default=True, help="Garbage collector workers.")
 @click.option("--concurrent-namespace-syncs", default=10, show_default=True, help="Namespace controller workers.")
+@click.option("--concurrent-deployment-syncs", default=5, show_default=True, help="Deployment controller workers.")
 @click.option("--concurrent-replicaset-syncs", default=5, show_default=True, help="ReplicaSet controller workers.")
 @click.option(
     "--concurrent_rc_syncs",
@@ -354,12 +355,13 @@ def up(data_dir: Path | None, node_count: int, verbosity: int, **kw: object) -> 
 @click.option("-v", "--v", "verbosity", default=0, help="Log verbosity (0-4).")
 def controller_manager(
     kubeconfig: str | None, controllers: str, leader_elect: bool, concurrent_gc_syncs: int,
-    concurrent_namespace_syncs: int, concurrent_replicaset_syncs: int, concurrent_rc_syncs: int,
+    concurrent_namespace_syncs: int, concurrent_deployment_syncs: int, concurrent_replicaset_syncs: int,
+    concurrent_rc_syncs: int,
     kube_api_qps: float, kube_api_burst: int, secure_port: int, bind_address: str, port_file: Path | None,
     verbosity: int, **node_flags: Any,
 ) -> None:  # fmt: skip
     """Run the controllers (kube-controller-manager): garbage collector, namespace controller, node lifecycle,
-    taint eviction, node IPAM (with --allocate-node-cidrs), pod garbage collector, ReplicaSet and
+    taint eviction, node IPAM (with --allocate-node-cidrs), pod garbage collector, Deployment, ReplicaSet and
     ReplicationController. Serves /healthz, /livez,
     /readyz and /metrics on its secure port (HTTPS, self-signed), as upstream's on 10257."""
     from .client.kubeconfig import ConfigError, load_config
@@ -377,6 +379,7 @@ def controller_manager(
     options.update(
         concurrent_gc_syncs=concurrent_gc_syncs,
         concurrent_namespace_syncs=concurrent_namespace_syncs,
+        concurrent_deployment_syncs=concurrent_deployment_syncs,
         concurrent_replicaset_syncs=concurrent_replicaset_syncs,
         concurrent_rc_syncs=concurrent_rc_syncs,
     )

@@ -1,9 +1,10 @@
-"""Which pods a controller owns (upstream: pkg/controller/controller_ref_manager.go, PodControllerRefManager).
+"""Which objects a controller owns (upstream: pkg/controller/controller_ref_manager.go: PodControllerRefManager,
+ReplicaSetControllerRefManager, ControllerRevisionControllerRefManager).
 
-Ownership is the pod's controller owner reference, not the selector: a controller claims the pods it owns that
-its selector still matches, releases the ones it owns that no longer match (a PATCH deleting its reference), and
-adopts orphans that match (a PATCH adding its reference). Both patches carry the pod's UID, so a pod deleted and
-re-created under the same name in between is left alone (the API server answers 409). An owner being deleted
+Ownership is the object's controller owner reference, not the selector: a controller claims the objects (pods, or
+a Deployment's ReplicaSets) it owns that its selector still matches, releases the ones it owns that no longer match
+(a PATCH deleting its reference), and adopts orphans that match (a PATCH adding its reference). Both patches carry
+the object's UID, so one deleted and re-created under the same name in between is left alone (409 Conflict). An owner being deleted
 adopts and releases nothing; before the first adoption the owner is read fresh from the API server, so that an
 owner deleted since the cache saw it does not take orphans with it.
 """
@@ -16,9 +17,9 @@ from typing import Any
 from ..api import errors
 from ..api.selectors import LabelSelector
 from ..client.cache.indexer import Indexer
-from .pod_control import PodControl
 
 Pod = Mapping[str, Any]
+Patch = Callable[[str, str, dict[str, Any]], Awaitable[Any]]  # (namespace, name, strategic merge patch)
 
 
 class CannotAdopt(Exception):
@@ -40,19 +41,20 @@ def release_patch(owner_uid: str, pod_uid: str) -> dict[str, Any]:
     return {"metadata": {"ownerReferences": [{"$patch": "delete", "uid": owner_uid}], "uid": pod_uid}}
 
 
-class PodControllerRefManager:
-    """Claims pods for one owner: `claim_pods` answers the pods it owns after adopting and releasing."""
+class ControllerRefManager:
+    """Claims objects of one kind for one owner: `claim` answers those it owns after adopting and releasing;
+    `patch` writes the adoption and release patches to that kind."""
 
     def __init__(
         self,
-        pod_control: PodControl,
+        patch: Patch,
         owner: Mapping[str, Any],
         owner_ref: Mapping[str, Any],
         selector: LabelSelector,
         can_adopt: Callable[[], Awaitable[None]],
         finalizers: Iterable[str] = (),
     ) -> None:
-        self.pod_control = pod_control
+        self.patch = patch
         self.owner = owner
         self.owner_ref = owner_ref
         self.selector = selector
@@ -64,15 +66,15 @@ class PodControllerRefManager:
         self.namespace = str(md.get("namespace") or "")
         self.deleting = bool(md.get("deletionTimestamp"))
 
-    async def claim_pods(self, pods: Iterable[Pod], extra_match: Callable[[Pod], bool] | None = None) -> list[Pod]:
-        """The pods this owner controls once orphans are adopted and strays released; raises the first error
-        (after trying every pod), as upstream aggregates them."""
+    async def claim(self, objs: Iterable[Pod], extra_match: Callable[[Pod], bool] | None = None) -> list[Pod]:
+        """The objects this owner controls once orphans are adopted and strays released; raises the first error
+        (after trying every object), as upstream aggregates them."""
         claimed: list[Pod] = []
         failures: list[BaseException] = []
-        for pod in pods:
+        for obj in objs:
             try:
-                if await self._claim(pod, extra_match):
-                    claimed.append(pod)
+                if await self._claim(obj, extra_match):
+                    claimed.append(obj)
             except (errors.StatusError, ConnectionError, CannotAdopt) as err:
                 failures.append(err)
         if failures:
@@ -95,8 +97,8 @@ class PodControllerRefManager:
             if self.deleting:
                 return False
             try:
-                await self.pod_control.patch_pod(str(md.get("namespace")), str(md.get("name")),
-                                                 release_patch(self.uid, str(md.get("uid") or "")))  # fmt: skip
+                await self.patch(str(md.get("namespace")), str(md.get("name")),
+                                 release_patch(self.uid, str(md.get("uid") or "")))  # fmt: skip
             except errors.NotFound:
                 pass  # gone already: nothing to release
             return False
@@ -107,7 +109,7 @@ class PodControllerRefManager:
             return False
         await self._check_can_adopt()
         try:
-            await self.pod_control.patch_pod(
+            await self.patch(
                 str(md.get("namespace")), str(md.get("name")),
                 adopt_patch(self.owner_ref, str(md.get("uid") or ""), self.finalizers),
             )  # fmt: skip

@@ -21,6 +21,7 @@ from ..client.cache.shared_informer import drop_managed_fields
 from ..client.rest import RESTClient
 from ..client.workqueue import WORKQUEUE_REGISTRY
 from ..component_server import ComponentServer
+from .deployment import DeploymentController
 from .garbagecollector import GarbageCollector
 from .namespace import NamespaceController
 from .nodeipam import NodeIpamController
@@ -50,6 +51,9 @@ def new_controller_initializers() -> dict[str, Initializer]:
         "node-ipam-controller": _node_ipam,
         "pod-garbage-collector-controller": lambda c, f, o: PodGCController(
             c, f, terminated_pod_threshold=o.get("terminated_pod_gc_threshold", DEFAULT_TERMINATED_POD_GC_THRESHOLD)
+        ),
+        "deployment-controller": lambda c, f, o: DeploymentController(
+            c, f, workers=o.get("concurrent_deployment_syncs", 5)
         ),
         "replicaset-controller": lambda c, f, o: ReplicaSetController(
             c, f, workers=o.get("concurrent_replicaset_syncs", 5)
@@ -89,6 +93,7 @@ ALIASES = {
     "nodelifecycle": "node-lifecycle-controller",
     "nodeipam": "node-ipam-controller",
     "podgc": "pod-garbage-collector-controller",
+    "deployment": "deployment-controller",
     "replicaset": "replicaset-controller",
     "replicationcontroller": "replicationcontroller-controller",
 }

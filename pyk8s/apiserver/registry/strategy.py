@@ -159,6 +159,8 @@ class Strategy:
     allow_unconditional_update: ClassVar[bool] = True
     #: the fields a /status write may change; everything else comes from the stored object
     status_fields: ClassVar[tuple[str, ...]] = ("status",)
+    #: the metadata a /status write may not change (most kinds: upstream's ResetObjectMetaForStatus)
+    status_reset_meta: ClassVar[tuple[str, ...]] = _STATUS_RESET_META
     #: top-level fields that are not "spec" for generation purposes
     non_spec_fields: ClassVar[tuple[str, ...]] = ("apiVersion", "kind", "metadata", "status")
     #: whether the kind has a metadata.generation that counts spec changes (workloads do; pods in 1.32 not)
@@ -222,7 +224,7 @@ class Strategy:
             if k not in self.status_fields and k not in ("apiVersion", "kind", "metadata"):
                 new[k] = json_copy(val)
         meta, old_meta = new["metadata"], old.get("metadata", {})
-        for k in _STATUS_RESET_META:
+        for k in self.status_reset_meta:
             if k in old_meta:
                 meta[k] = json_copy(old_meta[k])
             else:

@@ -32,7 +32,7 @@ from ...client.rest import RESTClient
 from ...client.workqueue import RateLimitingQueue, process_items
 from ..active_pods import deletion_order, filter_active_pods, ranks_by_colocation
 from ..controller_ref_manager import (
-    PodControllerRefManager,
+    ControllerRefManager,
     add_pod_controller_uid_indexer,
     pods_by_owner,
     recheck_deletion,
@@ -288,11 +288,11 @@ class ReplicaSetController:
         async def fresh() -> Object:
             return await self.client.get(self.kind.resource, name, namespace)
 
-        manager = PodControllerRefManager(
-            self.pod_control, owner, self._owner_ref(owner), selector,
+        manager = ControllerRefManager(
+            self.pod_control.patch_pod, owner, self._owner_ref(owner), selector,
             recheck_deletion(fresh, self.kind.kind, owner),
         )  # fmt: skip
-        return await manager.claim_pods(pods)
+        return await manager.claim(pods)
 
     def _owner_ref(self, owner: Object) -> dict[str, Any]:
         md = owner.get("metadata") or {}
