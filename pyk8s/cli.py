@@ -14,7 +14,7 @@ import click
 
 from . import KUBERNETES_MAJOR, KUBERNETES_MINOR, __version__
 from .component_options import secure_port_options
-from .controllers.options import node_controller_options
+from .controllers.options import controller_flags
 
 if TYPE_CHECKING:
     from .client.kubeconfig import ClientConfig
@@ -337,52 +337,31 @@ def up(data_dir: Path | None, node_count: int, verbosity: int, **kw: object) -> 
 @click.option(
     "--leader-elect/--no-leader-elect", default=True, show_default=True, help="Run only while holding the lease."
 )
-@click.option("--concurrent-gc-syncs", default=20, show_default=True, help="Garbage collector workers.")
-@click.option("--concurrent-namespace-syncs", default=10, show_default=True, help="Namespace controller workers.")
-@click.option("--concurrent-deployment-syncs", default=5, show_default=True, help="Deployment controller workers.")
-@click.option("--concurrent-replicaset-syncs", default=5, show_default=True, help="ReplicaSet controller workers.")
-@click.option(
-    "--concurrent_rc_syncs",
-    "concurrent_rc_syncs",
-    default=5,
-    show_default=True,
-    help="ReplicationController manager workers (upstream spells this flag with underscores).",
-)
+@controller_flags
 @click.option("--kube-api-qps", default=20.0, show_default=True, help="Requests per second to the API server.")
 @click.option("--kube-api-burst", default=30, show_default=True, help="Burst of requests to the API server.")
 @secure_port_options(10257)
-@node_controller_options
 @click.option("-v", "--v", "verbosity", default=0, help="Log verbosity (0-4).")
 def controller_manager(
-    kubeconfig: str | None, controllers: str, leader_elect: bool, concurrent_gc_syncs: int,
-    concurrent_namespace_syncs: int, concurrent_deployment_syncs: int, concurrent_replicaset_syncs: int,
-    concurrent_rc_syncs: int,
-    kube_api_qps: float, kube_api_burst: int, secure_port: int, bind_address: str, port_file: Path | None,
-    verbosity: int, **node_flags: Any,
+    kubeconfig: str | None, controllers: str, leader_elect: bool, kube_api_qps: float, kube_api_burst: int,
+    secure_port: int, bind_address: str, port_file: Path | None, verbosity: int, **flags: Any,
 ) -> None:  # fmt: skip
     """Run the controllers (kube-controller-manager): garbage collector, namespace controller, node lifecycle,
-    taint eviction, node IPAM (with --allocate-node-cidrs), pod garbage collector, Deployment, ReplicaSet and
-    ReplicationController. Serves /healthz, /livez,
+    taint eviction, node IPAM (with --allocate-node-cidrs), pod garbage collector, Deployment, ReplicaSet,
+    ReplicationController, Endpoints, EndpointSlice, ServiceAccount and root CA publisher. Serves /healthz, /livez,
     /readyz and /metrics on its secure port (HTTPS, self-signed), as upstream's on 10257."""
     from .client.kubeconfig import ConfigError, load_config
     from .controllers.manager import ControllerManager, enabled_controllers
-    from .controllers.options import node_controller_settings
+    from .controllers.options import controller_settings
 
     _logging(verbosity)
     try:
         config = load_config(kubeconfig).with_options(qps=kube_api_qps, burst=kube_api_burst)
         names = [c for c in controllers.split(",") if c.strip()]
         enabled_controllers(names)
-        options: dict[str, Any] = node_controller_settings(node_flags, parse_duration)
+        options: dict[str, Any] = controller_settings(flags, parse_duration)
     except (ConfigError, ValueError) as e:
         raise click.ClickException(str(e)) from None
-    options.update(
-        concurrent_gc_syncs=concurrent_gc_syncs,
-        concurrent_namespace_syncs=concurrent_namespace_syncs,
-        concurrent_deployment_syncs=concurrent_deployment_syncs,
-        concurrent_replicaset_syncs=concurrent_replicaset_syncs,
-        concurrent_rc_syncs=concurrent_rc_syncs,
-    )
 
     run_component(config, lambda client: ControllerManager(
         client, names, leader_elect=leader_elect, options=options, bind_address=bind_address,

@@ -21,7 +21,10 @@ from ..client.cache.shared_informer import drop_managed_fields
 from ..client.rest import RESTClient
 from ..client.workqueue import WORKQUEUE_REGISTRY
 from ..component_server import ComponentServer
+from .certificates import RootCACertPublisher
 from .deployment import DeploymentController
+from .endpoint import EndpointsController
+from .endpointslice import EndpointSliceController
 from .garbagecollector import GarbageCollector
 from .namespace import NamespaceController
 from .nodeipam import NodeIpamController
@@ -30,6 +33,7 @@ from .nodelifecycle.zones import EvictionRates
 from .podgc import DEFAULT_TERMINATED_POD_GC_THRESHOLD, PodGCController
 from .replicaset import ReplicaSetController
 from .replication import replication_manager
+from .serviceaccount import ServiceAccountsController
 from .tainteviction import TaintEvictionController
 
 log = logging.getLogger(__name__)
@@ -61,6 +65,17 @@ def new_controller_initializers() -> dict[str, Initializer]:
         "replicationcontroller-controller": lambda c, f, o: replication_manager(
             c, f, workers=o.get("concurrent_rc_syncs", 5)
         ),
+        "serviceaccount-controller": lambda c, f, o: ServiceAccountsController(c, f),
+        "endpoints-controller": lambda c, f, o: EndpointsController(
+            c, f, workers=o.get("concurrent_endpoint_syncs", 5)
+        ),
+        "endpointslice-controller": lambda c, f, o: EndpointSliceController(
+            c,
+            f,
+            workers=o.get("concurrent_service_endpoint_syncs", 5),
+            max_endpoints_per_slice=o.get("max_endpoints_per_slice", 100),
+        ),
+        "root-ca-certificate-publisher-controller": _root_ca_publisher,
     }
 
 
@@ -76,6 +91,19 @@ def _node_lifecycle(c: RESTClient, f: SharedInformerFactory, o: dict[str, Any]) 
         node_startup_grace_period=o.get("node_startup_grace_period", 60.0),
         node_monitor_grace_period=o.get("node_monitor_grace_period", 50.0), rates=rates,
     )  # fmt: skip
+
+
+def _root_ca_publisher(c: RESTClient, f: SharedInformerFactory, o: dict[str, Any]) -> RootCACertPublisher | None:
+    """The CA bundle is --root-ca-file's, else the one this manager trusts the API server with (as upstream)."""
+    path = o.get("root_ca_file") or c.config.ca_file
+    if path:
+        ca = Path(path).read_text()
+    elif c.config.ca_data:
+        ca = c.config.ca_data.decode()
+    else:
+        log.info("controller-manager: no root CA (--root-ca-file, or a CA in the kubeconfig) to publish")
+        return None
+    return RootCACertPublisher(c, f, ca)
 
 
 def _node_ipam(c: RESTClient, f: SharedInformerFactory, o: dict[str, Any]) -> NodeIpamController | None:
@@ -96,6 +124,10 @@ ALIASES = {
     "deployment": "deployment-controller",
     "replicaset": "replicaset-controller",
     "replicationcontroller": "replicationcontroller-controller",
+    "serviceaccount": "serviceaccount-controller",
+    "endpoint": "endpoints-controller",
+    "endpointslice": "endpointslice-controller",
+    "root-ca-cert-publisher": "root-ca-certificate-publisher-controller",
 }
 
 

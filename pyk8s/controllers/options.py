@@ -1,7 +1,7 @@
-"""The controller manager's flags for the node controllers, named and defaulted as kube-controller-manager
-v1.32's (cmd/kube-controller-manager/app/options: nodelifecyclecontroller.go, nodeipamcontroller.go,
-podgccontroller.go, and the shared --allocate-node-cidrs / --cluster-cidr), turned into the options the
-controller initializers read.
+"""The controller manager's flags, named and defaulted as kube-controller-manager v1.32's
+(cmd/kube-controller-manager/app/options: the workers of each controller, `--concurrent_rc_syncs` with upstream's
+underscores, nodelifecyclecontroller.go, nodeipamcontroller.go, podgccontroller.go, endpointslicecontroller.go,
+and the shared --allocate-node-cidrs / --cluster-cidr), turned into the options the controller initializers read.
 """
 
 from __future__ import annotations
@@ -15,6 +15,19 @@ import click
 from ..component_options import go_bool_option
 
 _OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
+    click.option("--concurrent-gc-syncs", default=20, show_default=True, help="Garbage collector workers."),
+    click.option("--concurrent-namespace-syncs", default=10, show_default=True, help="Namespace controller workers."),
+    click.option("--concurrent-deployment-syncs", default=5, show_default=True, help="Deployment controller workers."),
+    click.option("--concurrent-replicaset-syncs", default=5, show_default=True, help="ReplicaSet controller workers."),
+    click.option("--concurrent_rc_syncs", "concurrent_rc_syncs", default=5, show_default=True,
+                 help="ReplicationController manager workers (upstream spells this flag with underscores)."),
+    click.option("--concurrent-endpoint-syncs", default=5, show_default=True, help="Endpoints controller workers."),
+    click.option("--concurrent-service-endpoint-syncs", default=5, show_default=True,
+                 help="EndpointSlice controller workers."),
+    click.option("--max-endpoints-per-slice", type=click.IntRange(1, 1000), default=100, show_default=True,
+                 help="Endpoints in one EndpointSlice at most."),
+    click.option("--root-ca-file", default="",
+                 help="CA bundle published in every namespace as kube-root-ca.crt (default: the kubeconfig's CA)."),
     click.option("--node-monitor-period", default="5s", show_default=True,
                  help="How often the node lifecycle controller checks node health."),
     click.option("--node-monitor-grace-period", default="50s", show_default=True,
@@ -40,6 +53,13 @@ _OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
     click.option("--node-cidr-mask-size-ipv6", default=0, help="Mask size of each node's IPv6 CIDR (dual stack)."),
 ]  # fmt: skip
 
+# Passed through as they are.
+_PLAIN = (
+    "concurrent_gc_syncs", "concurrent_namespace_syncs", "concurrent_deployment_syncs", "concurrent_replicaset_syncs",
+    "concurrent_rc_syncs", "concurrent_endpoint_syncs", "concurrent_service_endpoint_syncs", "max_endpoints_per_slice",
+    "root_ca_file",
+)  # fmt: skip
+
 KEYS = (
     "node_monitor_period", "node_monitor_grace_period", "node_startup_grace_period", "node_eviction_rate",
     "secondary_node_eviction_rate", "unhealthy_zone_threshold", "large_cluster_size_threshold",
@@ -48,14 +68,20 @@ KEYS = (
 )  # fmt: skip
 
 
-def node_controller_options(f: Callable[..., Any]) -> Callable[..., Any]:
+def controller_flags(f: Callable[..., Any]) -> Callable[..., Any]:
     for opt in reversed(_OPTIONS):
         f = opt(f)
     return f
 
 
-def node_controller_settings(kw: dict[str, Any], parse_duration: Callable[[str], float]) -> dict[str, Any]:
+def controller_settings(kw: dict[str, Any], parse_duration: Callable[[str], float]) -> dict[str, Any]:
     """The options dict from the flags (popped from `kw`); ValueError for values that cannot work."""
+    out = {k: kw.pop(k) for k in _PLAIN}
+    out.update(node_controller_settings(kw, parse_duration))
+    return out
+
+
+def node_controller_settings(kw: dict[str, Any], parse_duration: Callable[[str], float]) -> dict[str, Any]:
     from .nodeipam import mask_sizes, parse_cluster_cidrs
 
     raw = {k: kw.pop(k) for k in KEYS}

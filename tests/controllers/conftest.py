@@ -1,5 +1,6 @@
-"""A real `pyk8s apiserver` and a controller manager (garbage collector, namespace controller) running
-against it in a thread of its own, for the whole session; kubectl drives the cluster as a user would."""
+"""A real `pyk8s apiserver` and a controller manager running against it in a thread of its own, for the whole
+session; and `full_cluster`, every part in its own process as `pyk8s up` runs them (API server, three simulated
+nodes, scheduler, controller manager) for what needs pods to run. kubectl drives them as a user would."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pyk8s.client.kubeconfig import load_kubeconfig
 from pyk8s.client.rest import RESTClient
 from pyk8s.controllers.manager import ControllerManager
 from pyk8s.testing.cluster import APIServerProcess
+from pyk8s.testing.components import ComponentProcess
 
 _counter = itertools.count()
 
@@ -57,3 +59,25 @@ def ns(cluster):
 async def client(cluster):
     async with RESTClient(load_kubeconfig(str(cluster.kubeconfig)).with_options(qps=-1)) as c:
         yield c
+
+
+@pytest.fixture(scope="session")
+def full_cluster():
+    server = APIServerProcess().start()
+    parts = [
+        ComponentProcess("nodes", server.kubeconfig, "--count", "3", "--name-prefix", "dn-", log_dir=server.dir,
+                         secure_port=False),
+        ComponentProcess("scheduler", server.kubeconfig, "--no-leader-elect", log_dir=server.dir),
+        ComponentProcess("controller-manager", server.kubeconfig, "--no-leader-elect", log_dir=server.dir),
+    ]  # fmt: skip
+    try:
+        for p in parts:
+            p.start()
+        yield server
+        # Every sync ended in a result or an expected error, as upstream's would: nothing went unhandled.
+        log = parts[2].log_path.read_text(errors="replace")
+        assert "Traceback" not in log, log[-4000:]
+    finally:
+        for p in parts:
+            p.stop()
+        server.cleanup()

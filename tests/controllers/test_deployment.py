@@ -8,38 +8,19 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from pyk8s.testing.cluster import APIServerProcess
-from pyk8s.testing.components import ComponentProcess
 from pyk8s.testing.polling import wait_for
 
 NS = "default"
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[APIServerProcess]:
-    server = APIServerProcess().start()
-    parts = [
-        ComponentProcess("nodes", server.kubeconfig, "--count", "3", "--name-prefix", "dn-", log_dir=server.dir,
-                         secure_port=False),
-        ComponentProcess("scheduler", server.kubeconfig, "--no-leader-elect", log_dir=server.dir),
-        ComponentProcess("controller-manager", server.kubeconfig, "--no-leader-elect", log_dir=server.dir),
-    ]  # fmt: skip
-    try:
-        for p in parts:
-            p.start()
-        yield server
-        # Every sync above ended as upstream's would, in a result or an expected error: nothing went unhandled.
-        log = parts[2].log_path.read_text(errors="replace")
-        assert "Traceback" not in log, log[-4000:]
-    finally:
-        for p in parts:
-            p.stop()
-        server.cleanup()
+@pytest.fixture
+def cluster(full_cluster: APIServerProcess) -> APIServerProcess:
+    return full_cluster
 
 
 def kubectl_json(cluster: APIServerProcess, *args: str) -> Any:

@@ -91,12 +91,12 @@ def test_allocate_node_cidrs_reads_as_upstreams_bool_flag(args, want):
     import click
     from click.testing import CliRunner
 
-    from pyk8s.controllers.options import node_controller_options
+    from pyk8s.controllers.options import controller_flags
 
     seen = []
 
     @click.command()
-    @node_controller_options
+    @controller_flags
     def cmd(**kw):
         seen.append(kw["allocate_node_cidrs"])
 

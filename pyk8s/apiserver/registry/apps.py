@@ -93,6 +93,7 @@ class DeploymentStrategy(WorkloadStrategy):
     # Upstream's status strategy resets only the spec and the labels: the deployment controller's status writes
     # also set the `deployment.kubernetes.io/revision` annotation.
     status_reset_meta = ("deletionTimestamp", "generation", "labels")
+
     def default(self, obj: Object) -> None:
         spec = obj.setdefault("spec", {})
         if not isinstance(spec, dict):
@@ -124,6 +125,7 @@ class DeploymentStrategy(WorkloadStrategy):
 @register("apps", "ReplicaSet")
 class ReplicaSetStrategy(WorkloadStrategy):
     status_reset_meta = ("deletionTimestamp", "generation")  # upstream resets only the spec
+
     def default(self, obj: Object) -> None:
         spec = obj.setdefault("spec", {})
         if isinstance(spec, dict):
