@@ -26,6 +26,7 @@ from .deployment import DeploymentController
 from .endpoint import EndpointsController
 from .endpointslice import EndpointSliceController
 from .garbagecollector import GarbageCollector
+from .job import JobController
 from .namespace import NamespaceController
 from .nodeipam import NodeIpamController
 from .nodelifecycle import NodeLifecycleController
@@ -65,6 +66,7 @@ def new_controller_initializers() -> dict[str, Initializer]:
         "replicationcontroller-controller": lambda c, f, o: replication_manager(
             c, f, workers=o.get("concurrent_rc_syncs", 5)
         ),
+        "job-controller": lambda c, f, o: JobController(c, f, workers=o.get("concurrent_job_syncs", 5)),
         "serviceaccount-controller": lambda c, f, o: ServiceAccountsController(c, f),
         "endpoints-controller": lambda c, f, o: EndpointsController(
             c, f, workers=o.get("concurrent_endpoint_syncs", 5)
@@ -124,6 +126,7 @@ ALIASES = {
     "deployment": "deployment-controller",
     "replicaset": "replicaset-controller",
     "replicationcontroller": "replicationcontroller-controller",
+    "job": "job-controller",
     "serviceaccount": "serviceaccount-controller",
     "endpoint": "endpoints-controller",
     "endpointslice": "endpointslice-controller",

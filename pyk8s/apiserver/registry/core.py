@@ -53,6 +53,11 @@ def default_container(c: Object) -> None:
     for p in c.get("ports") or []:
         if isinstance(p, dict):
             p.setdefault("protocol", "TCP")
+    for env in c.get("env") or []:
+        # The downward API's field selectors default to v1 (upstream: SetDefaults_ObjectFieldSelector).
+        ref = (env.get("valueFrom") or {}).get("fieldRef") if isinstance(env, dict) else None
+        if isinstance(ref, dict):
+            ref.setdefault("apiVersion", "v1")
     for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
         pr = c.get(probe)
         if isinstance(pr, dict):
