@@ -36,6 +36,7 @@ from .replicaset import ReplicaSetController
 from .replication import replication_manager
 from .serviceaccount import ServiceAccountsController
 from .tainteviction import TaintEvictionController
+from .ttlafterfinished import TTLAfterFinishedController
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +68,9 @@ def new_controller_initializers() -> dict[str, Initializer]:
             c, f, workers=o.get("concurrent_rc_syncs", 5)
         ),
         "job-controller": lambda c, f, o: JobController(c, f, workers=o.get("concurrent_job_syncs", 5)),
+        "ttl-after-finished-controller": lambda c, f, o: TTLAfterFinishedController(
+            c, f, workers=o.get("concurrent_ttl_after_finished_syncs", 5)
+        ),
         "serviceaccount-controller": lambda c, f, o: ServiceAccountsController(c, f),
         "endpoints-controller": lambda c, f, o: EndpointsController(
             c, f, workers=o.get("concurrent_endpoint_syncs", 5)
@@ -127,6 +131,7 @@ ALIASES = {
     "replicaset": "replicaset-controller",
     "replicationcontroller": "replicationcontroller-controller",
     "job": "job-controller",
+    "ttl-after-finished": "ttl-after-finished-controller",
     "serviceaccount": "serviceaccount-controller",
     "endpoint": "endpoints-controller",
     "endpointslice": "endpointslice-controller",

@@ -141,3 +141,9 @@ def test_a_pod_failure_policy_fails_the_job_at_once(cluster):
     assert failed["reason"] == "PodFailurePolicy"
     assert failed["message"] == (f"Container c for pod default/{pod['metadata']['name']} failed with exit code 42 "
                                  "matching FailJob rule at index 0")  # fmt: skip
+
+
+def test_a_finished_job_with_a_ttl_is_deleted_with_its_pods(cluster):
+    cluster.kubectl("apply", "-f", "-", input=job("brief", ["true"], ttlSecondsAfterFinished=1), check=True)
+    wait_for("the job deleted after its TTL",
+             lambda: cluster.kubectl("get", "job", "brief").returncode != 0 and not pods_of(cluster, "brief"))  # fmt: skip
