@@ -22,6 +22,7 @@ from ..client.rest import RESTClient
 from ..client.workqueue import WORKQUEUE_REGISTRY
 from ..component_server import ComponentServer
 from .certificates import RootCACertPublisher
+from .cronjob import CronJobController
 from .deployment import DeploymentController
 from .endpoint import EndpointsController
 from .endpointslice import EndpointSliceController
@@ -68,6 +69,7 @@ def new_controller_initializers() -> dict[str, Initializer]:
             c, f, workers=o.get("concurrent_rc_syncs", 5)
         ),
         "job-controller": lambda c, f, o: JobController(c, f, workers=o.get("concurrent_job_syncs", 5)),
+        "cronjob-controller": lambda c, f, o: CronJobController(c, f, workers=o.get("concurrent_cron_job_syncs", 5)),
         "ttl-after-finished-controller": lambda c, f, o: TTLAfterFinishedController(
             c, f, workers=o.get("concurrent_ttl_after_finished_syncs", 5)
         ),
@@ -131,6 +133,7 @@ ALIASES = {
     "replicaset": "replicaset-controller",
     "replicationcontroller": "replicationcontroller-controller",
     "job": "job-controller",
+    "cronjob": "cronjob-controller",
     "ttl-after-finished": "ttl-after-finished-controller",
     "serviceaccount": "serviceaccount-controller",
     "endpoint": "endpoints-controller",
