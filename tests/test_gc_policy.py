@@ -63,3 +63,42 @@ def test_a_slow_full_collection_is_logged(policy, monkeypatch, caplog):
     with caplog.at_level("WARNING", logger="pyk8s.gc_policy"):
         gc.collect()
     assert "complete garbage collection took" in caplog.records[-1].getMessage()
+
+
+def test_a_complete_collection_that_finds_nothing_waits_twice_as_long_next_time(policy):
+    import time
+
+    gc.collect()  # whatever garbage the test run left, gone first
+    policy.freeze_long_lived(complete_every=0.001)
+    time.sleep(0.002)
+    gc.collect()  # complete (its interval has passed), and finds nothing
+    assert gc_policy._policy is not None and gc_policy._policy.complete_every == 0.002
+    garbage = [Node() for _ in range(gc_policy.COMPLETE_WORTHWHILE)]
+    for n in garbage:
+        n.other = n  # a thousand cycles, alive at the freeze of the next collection
+    gc.collect()
+    del garbage, n
+    time.sleep(0.005)
+    gc.collect()  # complete again: it reclaims them, so the interval goes back to its base
+    assert gc_policy._policy.complete_every == 0.001
+
+
+def test_an_event_loop_runs_short_full_collections(policy):
+    import asyncio
+
+    full = []
+
+    def count(phase: str, info: dict) -> None:
+        if phase == "stop" and info["generation"] == 2:
+            full.append(1)
+
+    async def main() -> None:
+        policy.freeze_long_lived(complete_every=3600, full_every=0.05)
+        await asyncio.sleep(0.5)
+
+    gc.callbacks.append(count)
+    try:
+        asyncio.run(main())
+    finally:
+        gc.callbacks.remove(count)
+    assert len(full) >= 4

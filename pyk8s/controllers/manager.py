@@ -21,6 +21,7 @@ from ..client.cache.shared_informer import drop_managed_fields
 from ..client.rest import RESTClient
 from ..client.workqueue import WORKQUEUE_REGISTRY
 from ..component_server import ComponentServer
+from ..gc_policy import freeze_long_lived
 from .certificates import RootCACertPublisher
 from .cronjob import CronJobController
 from .deployment import DeploymentController
@@ -257,4 +258,5 @@ class ControllerManager:
 
     async def _wait_synced(self, factory: SharedInformerFactory) -> None:
         await factory.wait_for_cache_sync()
+        freeze_long_lived()  # the informers hold every pod, node, ... for good: see gc_policy
         self._synced = True
