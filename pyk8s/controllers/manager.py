@@ -24,6 +24,7 @@ from ..component_server import ComponentServer
 from ..gc_policy import freeze_long_lived
 from .certificates import RootCACertPublisher
 from .cronjob import CronJobController
+from .daemon import DaemonSetsController
 from .deployment import DeploymentController
 from .endpoint import EndpointsController
 from .endpointslice import EndpointSliceController
@@ -70,6 +71,9 @@ def new_controller_initializers() -> dict[str, Initializer]:
             c, f, workers=o.get("concurrent_rc_syncs", 5)
         ),
         "job-controller": lambda c, f, o: JobController(c, f, workers=o.get("concurrent_job_syncs", 5)),
+        "daemonset-controller": lambda c, f, o: DaemonSetsController(
+            c, f, workers=o.get("concurrent_daemonset_syncs", 2)
+        ),
         "cronjob-controller": lambda c, f, o: CronJobController(c, f, workers=o.get("concurrent_cron_job_syncs", 5)),
         "ttl-after-finished-controller": lambda c, f, o: TTLAfterFinishedController(
             c, f, workers=o.get("concurrent_ttl_after_finished_syncs", 5)
@@ -135,6 +139,7 @@ ALIASES = {
     "replicationcontroller": "replicationcontroller-controller",
     "job": "job-controller",
     "cronjob": "cronjob-controller",
+    "daemonset": "daemonset-controller",
     "ttl-after-finished": "ttl-after-finished-controller",
     "serviceaccount": "serviceaccount-controller",
     "endpoint": "endpoints-controller",
