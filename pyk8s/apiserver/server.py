@@ -16,6 +16,7 @@ import ssl
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from aiohttp import web
 
@@ -159,6 +160,7 @@ class APIServer:
             await migrate_stored_form(self.store, self.stores.values())
             await self._ensure_system_namespaces()
             await self._serve()
+            await self._reconcile_kubernetes_service()
         except BaseException:
             await self.stop()
             raise
@@ -244,6 +246,17 @@ class APIServer:
             except errors.StatusError as err:
                 if err.code != 409:
                     raise
+
+    async def _reconcile_kubernetes_service(self) -> None:
+        from .kubernetes_service import reconcile
+
+        stores = {
+            "services": self.rest("v1", "services"),
+            "endpoints": self.rest("v1", "endpoints"),
+            "endpointslices": self.rest("discovery.k8s.io/v1", "endpointslices"),
+        }
+        address = urlsplit(self.url).hostname or "127.0.0.1"  # where clients reach this server
+        await reconcile(stores, address, self.secure_port, Context(UserInfo(ADMIN_USER, groups=(ADMIN_GROUP,))))
 
     # -- serving ---------------------------------------------------------------------------------------
 

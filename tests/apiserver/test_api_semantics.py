@@ -166,7 +166,11 @@ def test_terminating_and_missing_namespaces(cluster):
     assert status == 403 and "because it is being terminated" in str(body)
     # Controllers recognise this refusal by its cause and create nothing more there, silently.
     assert body["details"]["causes"] == [
-        {"type": "NamespaceTerminating", "message": "namespace doomed is being terminated", "field": "metadata.namespace"}
+        {
+            "type": "NamespaceTerminating",
+            "message": "namespace doomed is being terminated",
+            "field": "metadata.namespace",
+        }
     ]
     status, body = cluster.request("POST", "/api/v1/namespaces/nowhere/configmaps", {"metadata": {"name": "x"}})
     assert status == 404 and body["message"] == 'namespaces "nowhere" not found'
