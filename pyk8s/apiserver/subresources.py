@@ -16,6 +16,7 @@ from ..api.meta import Object, rfc3339, set_condition
 from ..api.types.codec import decoder_for
 from ..storage import Preconditions
 from .encoding import decode, read_body, respond, typed_body
+from .eviction import evict
 from .negotiation import Output
 from .registry.rest import Context, DeleteOptions
 from .request_info import RequestInfo
@@ -190,7 +191,11 @@ class Subresources:
         del_opts = raw.get("deleteOptions") or {}
         opts = DeleteOptions(grace_period_seconds=del_opts.get("gracePeriodSeconds"))
         c = self.handlers._context(request, ctx)
-        await r.rest.delete(r.info.namespace, r.info.name, opts, c)
+        pdbs = self.handlers.stores.get(("policy/v1", "poddisruptionbudgets"))
+        if pdbs is None:
+            await r.rest.delete(r.info.namespace, r.info.name, opts, c)
+        else:
+            await evict(r.rest, pdbs, r.info.namespace, r.info.name, opts, c)
         return respond(
             {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201},
             self.handlers.output(request),

@@ -26,6 +26,7 @@ from .certificates import RootCACertPublisher
 from .cronjob import CronJobController
 from .daemon import DaemonSetsController
 from .deployment import DeploymentController
+from .disruption import DisruptionController
 from .endpoint import EndpointsController
 from .endpointslice import EndpointSliceController
 from .garbagecollector import GarbageCollector
@@ -74,6 +75,7 @@ def new_controller_initializers() -> dict[str, Initializer]:
         "daemonset-controller": lambda c, f, o: DaemonSetsController(
             c, f, workers=o.get("concurrent_daemonset_syncs", 2)
         ),
+        "disruption-controller": lambda c, f, o: DisruptionController(c, f),
         "cronjob-controller": lambda c, f, o: CronJobController(c, f, workers=o.get("concurrent_cron_job_syncs", 5)),
         "ttl-after-finished-controller": lambda c, f, o: TTLAfterFinishedController(
             c, f, workers=o.get("concurrent_ttl_after_finished_syncs", 5)
@@ -139,6 +141,7 @@ ALIASES = {
     "replicationcontroller": "replicationcontroller-controller",
     "job": "job-controller",
     "cronjob": "cronjob-controller",
+    "disruption": "disruption-controller",
     "daemonset": "daemonset-controller",
     "ttl-after-finished": "ttl-after-finished-controller",
     "serviceaccount": "serviceaccount-controller",
