@@ -39,6 +39,7 @@ from .podgc import DEFAULT_TERMINATED_POD_GC_THRESHOLD, PodGCController
 from .replicaset import ReplicaSetController
 from .replication import replication_manager
 from .serviceaccount import ServiceAccountsController
+from .statefulset import StatefulSetController
 from .tainteviction import TaintEvictionController
 from .ttlafterfinished import TTLAfterFinishedController
 
@@ -76,6 +77,9 @@ def new_controller_initializers() -> dict[str, Initializer]:
             c, f, workers=o.get("concurrent_daemonset_syncs", 2)
         ),
         "disruption-controller": lambda c, f, o: DisruptionController(c, f),
+        "statefulset-controller": lambda c, f, o: StatefulSetController(
+            c, f, workers=o.get("concurrent_statefulset_syncs", 5)
+        ),
         "cronjob-controller": lambda c, f, o: CronJobController(c, f, workers=o.get("concurrent_cron_job_syncs", 5)),
         "ttl-after-finished-controller": lambda c, f, o: TTLAfterFinishedController(
             c, f, workers=o.get("concurrent_ttl_after_finished_syncs", 5)
@@ -141,6 +145,7 @@ ALIASES = {
     "replicationcontroller": "replicationcontroller-controller",
     "job": "job-controller",
     "cronjob": "cronjob-controller",
+    "statefulset": "statefulset-controller",
     "disruption": "disruption-controller",
     "daemonset": "daemonset-controller",
     "ttl-after-finished": "ttl-after-finished-controller",

@@ -22,6 +22,8 @@ _OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
     click.option("--concurrent_rc_syncs", "concurrent_rc_syncs", default=5, show_default=True,
                  help="ReplicationController manager workers (upstream spells this flag with underscores)."),
     click.option("--concurrent-daemonset-syncs", default=2, show_default=True, help="DaemonSet controller workers."),
+    click.option("--concurrent-statefulset-syncs", default=5, show_default=True,
+                 help="StatefulSet controller workers."),
     click.option("--concurrent-job-syncs", default=5, show_default=True, help="Job controller workers."),
     click.option("--concurrent-cron-job-syncs", default=5, show_default=True, help="CronJob controller workers."),
     click.option("--concurrent-ttl-after-finished-syncs", default=5, show_default=True,
@@ -61,7 +63,8 @@ _OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
 # Passed through as they are.
 _PLAIN = (
     "concurrent_gc_syncs", "concurrent_namespace_syncs", "concurrent_deployment_syncs", "concurrent_replicaset_syncs",
-    "concurrent_rc_syncs", "concurrent_daemonset_syncs", "concurrent_job_syncs", "concurrent_cron_job_syncs",
+    "concurrent_rc_syncs", "concurrent_daemonset_syncs", "concurrent_statefulset_syncs",
+    "concurrent_job_syncs", "concurrent_cron_job_syncs",
     "concurrent_ttl_after_finished_syncs",
     "concurrent_endpoint_syncs", "concurrent_service_endpoint_syncs", "max_endpoints_per_slice",
     "root_ca_file",
