@@ -8,6 +8,7 @@ import functools
 import os
 import random
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -126,9 +127,10 @@ def resource_version_of(obj: Object) -> str:
     return rv if isinstance(rv, str) else ""
 
 
-def controller_of(obj: Object) -> Object | None:
-    """The owner reference with `controller: true`, if any."""
-    for ref in metadata(obj).get("ownerReferences") or []:
+def controller_of(obj: Mapping[str, Any]) -> Object | None:
+    """The owner reference with `controller: true`, if any (the object is only read)."""
+    md = obj.get("metadata")
+    for ref in (md.get("ownerReferences") if isinstance(md, dict) else None) or []:
         if isinstance(ref, dict) and ref.get("controller"):
             return ref
     return None

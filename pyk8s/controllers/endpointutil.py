@@ -34,6 +34,25 @@ def services_for_pod(services: Iterable[Object], pod: Object) -> list[Object]:
     return out
 
 
+def services_to_sync(services: Iterable[Object], pod: Object, old: Object | None) -> set[str]:
+    """The `namespace/name` keys of the Services a pod change concerns: those selecting it now or before (none
+    for a resync that changed nothing)."""
+    if old is not None and (old.get("metadata") or {}).get("resourceVersion") == (pod.get("metadata") or {}).get(
+        "resourceVersion"
+    ):
+        return set()
+    services = list(services)
+    keys = {_key(s) for s in services_for_pod(services, pod)}
+    if old is not None:
+        keys |= {_key(s) for s in services_for_pod(services, old)}
+    return keys
+
+
+def _key(obj: Object) -> str:
+    md = obj.get("metadata") or {}
+    return f"{md.get('namespace')}/{md.get('name')}"
+
+
 def is_terminal(pod: Object) -> bool:
     return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 

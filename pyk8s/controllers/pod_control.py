@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from ..api import errors
@@ -89,6 +89,24 @@ class PodControl:
             self.recorder.event(owner, "Warning", FAILED_DELETE, f"Error deleting: {err.message}")
             raise
         self.recorder.event(owner, "Normal", SUCCESSFUL_DELETE, f"Deleted pod: {name}")
+
+    async def delete_pods(self, namespace: str, pods: Sequence[Mapping[str, Any]], owner: Mapping[str, Any],
+                          not_deleted: Callable[[Mapping[str, Any]], None]) -> None:  # fmt: skip
+        """Delete `pods` at once; `not_deleted(pod)` for each one this did not delete (gone already, or refused),
+        so that the caller stops expecting it. Raises the first refusal."""
+
+        async def one(pod: Mapping[str, Any]) -> None:
+            try:
+                await self.delete_pod(namespace, str((pod.get("metadata") or {}).get("name")), owner)
+            except errors.StatusError as err:
+                not_deleted(pod)
+                if not isinstance(err, errors.NotFound):
+                    raise
+
+        results = await asyncio.gather(*(one(p) for p in pods), return_exceptions=True)
+        failed = next((r for r in results if isinstance(r, BaseException)), None)
+        if failed is not None:
+            raise failed
 
     async def patch_pod(self, namespace: str, name: str, patch: Mapping[str, Any]) -> dict[str, Any]:
         return await self.client.patch("pods", name, patch, namespace)

@@ -37,6 +37,11 @@ class DeletedFinalStateUnknown:
     obj: Any
 
 
+def deleted_object(obj: Any) -> Any:
+    """What a delete handler received, as an object: a tombstone's last known state, or the object itself."""
+    return obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+
+
 @dataclass(frozen=True)
 class Delta:
     type: DeltaType

@@ -12,7 +12,7 @@ from typing import Any
 from ...api import errors
 from ...api.meta import json_copy
 from ...client.cache import SharedInformerFactory
-from ...client.cache.delta_fifo import DeletedFinalStateUnknown
+from ...client.cache.delta_fifo import deleted_object
 from ...client.rest import RESTClient
 from ...client.workqueue import RateLimitingQueue, process_items
 from ..workers import run_workers
@@ -46,7 +46,7 @@ class RootCACertPublisher:
         self.queue.add(str((ns.get("metadata") or {}).get("name")))
 
     def _config_map_changed(self, obj: Any) -> None:
-        cm = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+        cm = deleted_object(obj)
         md = cm.get("metadata") or {}
         if md.get("name") == ROOT_CA_CONFIG_MAP:
             self.queue.add(str(md.get("namespace")))

@@ -21,9 +21,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ...api import errors
-from ...api.meta import json_copy, parse_time, rfc3339
+from ...api.meta import controller_of, json_copy, parse_time, rfc3339
 from ...client.cache import SharedInformerFactory
-from ...client.cache.delta_fifo import DeletedFinalStateUnknown
+from ...client.cache.delta_fifo import deleted_object
 from ...client.cache.indexer import meta_namespace_key
 from ...client.events import EventBroadcaster
 from ...client.rest import RESTClient
@@ -39,17 +39,6 @@ JOBS = "jobs.batch"
 SCHEDULED_TIMESTAMP_ANNOTATION = "batch.kubernetes.io/cronjob-scheduled-timestamp"
 MAX_MISSED = 100
 NEXT_SCHEDULE_DELTA = 0.1  # seconds past the scheduled time, so that the schedule has surely come
-
-
-def _unwrap(obj: Any) -> Object:
-    return obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
-
-
-def _controller_ref(obj: Object) -> Object | None:
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
-        if isinstance(ref, Mapping) and ref.get("controller"):
-            return ref
-    return None
 
 
 def job_finished(job: Object) -> str | None:
@@ -114,16 +103,16 @@ class CronJobController:
         self.cronjobs.add_event_handler(
             on_add=lambda c, _initial: self.queue.add(meta_namespace_key(c)),
             on_update=lambda _o, c: self.queue.add(meta_namespace_key(c)),
-            on_delete=lambda c: self.queue.add(meta_namespace_key(_unwrap(c))),
+            on_delete=lambda c: self.queue.add(meta_namespace_key(deleted_object(c))),
         )
         self.jobs.add_event_handler(
             on_add=lambda j, _initial: self._job_changed(j),
             on_update=lambda _o, j: self._job_changed(j),
-            on_delete=lambda j: self._job_changed(_unwrap(j)),
+            on_delete=lambda j: self._job_changed(deleted_object(j)),
         )
 
     def _job_changed(self, job: Object) -> None:
-        ref = _controller_ref(job)
+        ref = controller_of(job)
         if ref is not None and ref.get("kind") == "CronJob":
             self.queue.add(f"{(job.get('metadata') or {}).get('namespace')}/{ref.get('name')}")
 
@@ -140,7 +129,7 @@ class CronJobController:
         uid = (cj.get("metadata") or {}).get("uid")
         namespace = str((cj.get("metadata") or {}).get("namespace") or "")
         return [j for j in self.jobs.indexer.by_index("namespace", namespace)
-                if (_controller_ref(j) or {}).get("uid") == uid]  # fmt: skip
+                if (controller_of(j) or {}).get("uid") == uid]  # fmt: skip
 
     async def sync(self, key: str) -> None:
         cached = self.cronjobs.indexer.get_by_key(key)

@@ -25,10 +25,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...api import errors
-from ...api.meta import json_copy
+from ...api.meta import controller_of, json_copy
 from ...api.selectors import SelectorError, label_selector_from_object
 from ...client.cache import SharedInformerFactory
-from ...client.cache.delta_fifo import DeletedFinalStateUnknown
+from ...client.cache.delta_fifo import deleted_object
 from ...client.cache.indexer import meta_namespace_key
 from ...client.events import EventBroadcaster
 from ...client.rest import RESTClient
@@ -74,17 +74,6 @@ _HOST_NETWORK_TOLERATION = {
     "operator": "Exists",
     "effect": "NoSchedule",
 }
-
-
-def _unwrap(obj: Any) -> Object:
-    return obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
-
-
-def _controller_ref(obj: Object) -> Object | None:
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
-        if isinstance(ref, Mapping) and ref.get("controller"):
-            return ref
-    return None
 
 
 def daemon_tolerations(spec: Object) -> list[dict[str, Any]]:
@@ -173,7 +162,7 @@ class DaemonSetsController:
         self.pods.add_event_handler(
             on_add=lambda p, _initial: self._pod_event(p, added=True),
             on_update=lambda _o, p: self._pod_event(p),
-            on_delete=lambda p: self._pod_event(_unwrap(p), deleted=True),
+            on_delete=lambda p: self._pod_event(deleted_object(p), deleted=True),
         )
         # Any node change may change where daemons run: every DaemonSet looks again.
         self.nodes.add_event_handler(
@@ -196,12 +185,12 @@ class DaemonSetsController:
             self._enqueue_all()
 
     def _ds_deleted(self, obj: Any) -> None:
-        key = meta_namespace_key(_unwrap(obj))
+        key = meta_namespace_key(deleted_object(obj))
         self.expectations.delete(key)
         self.queue.add(key)
 
     def _pod_event(self, pod: Object, *, added: bool = False, deleted: bool = False) -> None:
-        ref = _controller_ref(pod)
+        ref = controller_of(pod)
         if ref is None or ref.get("kind") != "DaemonSet":
             return
         md = pod.get("metadata") or {}
@@ -258,9 +247,7 @@ class DaemonSetsController:
         await self._update_status(ds, self._pods_now(ds), revision_hash)
 
     def _pods_now(self, ds: Object) -> list[Object]:
-        uid = (ds.get("metadata") or {}).get("uid")
-        return [p for p in pods_by_owner(self.pods.indexer, ds, include_orphans=False)
-                if (_controller_ref(p) or {}).get("uid") == uid]  # fmt: skip
+        return pods_by_owner(self.pods.indexer, ds, include_orphans=False)
 
     async def _claim(self, ds: Object, selector: Any) -> list[Object]:
         md = ds.get("metadata") or {}
@@ -279,7 +266,7 @@ class DaemonSetsController:
         md = ds.get("metadata") or {}
         namespace = str(md.get("namespace") or "")
         owned = [r for r in self.revisions.indexer.by_index("namespace", namespace)
-                 if (_controller_ref(r) or {}).get("uid") == md.get("uid")]  # fmt: skip
+                 if (controller_of(r) or {}).get("uid") == md.get("uid")]  # fmt: skip
         template = (ds.get("spec") or {}).get("template") or {}
         data = revision_data(template)
         current = next((r for r in owned if r.get("data") == data), None)
@@ -368,20 +355,8 @@ class DaemonSetsController:
             raise err
 
     async def _delete(self, key: str, ds: Object, pods: Sequence[Object]) -> None:
-        namespace = str(ds["metadata"]["namespace"])
-
-        async def one(pod: Object) -> None:
-            try:
-                await self.pod_control.delete_pod(namespace, str(pod["metadata"]["name"]), ds)
-            except errors.StatusError as err:
-                self.expectations.deletion_observed(key, pod_key(pod))
-                if not isinstance(err, errors.NotFound):
-                    raise
-
-        results = await asyncio.gather(*(one(p) for p in pods), return_exceptions=True)
-        failed = next((r for r in results if isinstance(r, BaseException)), None)
-        if failed is not None:
-            raise failed
+        await self.pod_control.delete_pods(str(ds["metadata"]["namespace"]), pods, ds,
+                                           lambda pod: self.expectations.deletion_observed(key, pod_key(pod)))  # fmt: skip
 
     async def _rolling_update(self, key: str, ds: Object, pods: list[Object], revision_hash: str) -> None:
         """maxSurge 0: replace old pods, unavailable ones always, available ones while fewer than maxUnavailable

@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from ...api import errors
-from ...api.meta import json_copy
+from ...api.meta import controller_of, json_copy
 from ...api.selectors import LabelSelector, SelectorError, label_selector_from_object
 from ...client.cache import SharedInformerFactory
-from ...client.cache.delta_fifo import DeletedFinalStateUnknown
+from ...client.cache.delta_fifo import deleted_object
 from ...client.cache.indexer import meta_namespace_key
 from ...client.events import EventBroadcaster
 from ...client.rest import RESTClient
@@ -41,17 +41,6 @@ DEPLOYMENTS = "deployments.apps"
 COMPONENT = "deployment-controller"
 
 
-def _controller_ref(obj: Object) -> Object | None:
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
-        if isinstance(ref, Mapping) and ref.get("controller"):
-            return ref
-    return None
-
-
-def _unwrap(obj: Any) -> Object:
-    return obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
-
-
 def _selector(d: Object) -> LabelSelector:
     return label_selector_from_object((d.get("spec") or {}).get("selector"), "spec.selector")
 
@@ -69,7 +58,7 @@ class DeploymentController:
         self.deployments.add_event_handler(
             on_add=lambda d, _initial: self.enqueue(d),
             on_update=lambda _old, d: self.enqueue(d),
-            on_delete=lambda d: self.enqueue(_unwrap(d)),
+            on_delete=lambda d: self.enqueue(deleted_object(d)),
         )
         self.rss.add_event_handler(
             on_add=lambda rs, _initial: self._add_replica_set(rs),
@@ -126,7 +115,7 @@ class DeploymentController:
         if md.get("deletionTimestamp"):
             self._delete_replica_set(rs)
             return
-        ref = _controller_ref(rs)
+        ref = controller_of(rs)
         if ref is not None:
             d = self._resolve(str(md.get("namespace") or ""), ref)
             if d is not None:
@@ -140,7 +129,7 @@ class DeploymentController:
         if omd.get("resourceVersion") == cmd.get("resourceVersion"):
             return
         namespace = str(cmd.get("namespace") or "")
-        cur_ref, old_ref = _controller_ref(cur), _controller_ref(old)
+        cur_ref, old_ref = controller_of(cur), controller_of(old)
         ref_changed = cur_ref != old_ref
         if ref_changed and old_ref is not None:
             d = self._resolve(namespace, old_ref)
@@ -156,8 +145,8 @@ class DeploymentController:
                 self.enqueue(d)
 
     def _delete_replica_set(self, obj: Any) -> None:
-        rs = _unwrap(obj)
-        ref = _controller_ref(rs)
+        rs = deleted_object(obj)
+        ref = controller_of(rs)
         if ref is None:
             return
         d = self._resolve(str((rs.get("metadata") or {}).get("namespace") or ""), ref)
@@ -166,15 +155,15 @@ class DeploymentController:
 
     def _delete_pod(self, obj: Any) -> None:
         """A Recreate Deployment waits for its old pods to be gone: the last one's deletion wakes it."""
-        pod = _unwrap(obj)
+        pod = deleted_object(obj)
         namespace = str((pod.get("metadata") or {}).get("namespace") or "")
-        ref = _controller_ref(pod)
+        ref = controller_of(pod)
         if ref is None or ref.get("kind") != "ReplicaSet":
             return
         rs = self.rss.indexer.get_by_key(f"{namespace}/{ref.get('name')}")
         if rs is None or (rs.get("metadata") or {}).get("uid") != ref.get("uid"):
             return
-        rs_ref = _controller_ref(rs)
+        rs_ref = controller_of(rs)
         d = self._resolve(namespace, rs_ref) if rs_ref is not None else None
         if d is None or util.strategy_type(d) != "Recreate":
             return
@@ -200,7 +189,7 @@ class DeploymentController:
         uid = (d.get("metadata") or {}).get("uid")
         namespace = str((d.get("metadata") or {}).get("namespace") or "")
         return [rs for rs in self.rss.indexer.by_index("namespace", namespace)
-                if (ref := _controller_ref(rs)) is not None and ref.get("uid") == uid]  # fmt: skip
+                if (ref := controller_of(rs)) is not None and ref.get("uid") == uid]  # fmt: skip
 
     def _pod_map(self, d: Object, rss: Sequence[Object]) -> dict[str, list[Object]]:
         """The pods of each of `rss` (by ReplicaSet UID) that the Deployment's selector matches."""
@@ -212,7 +201,7 @@ class DeploymentController:
         out: dict[str, list[Object]] = {uid: [] for uid in uids}
         namespace = str((d.get("metadata") or {}).get("namespace") or "")
         for pod in self.pods.indexer.by_index("namespace", namespace):
-            ref = _controller_ref(pod)
+            ref = controller_of(pod)
             if ref is None or str(ref.get("uid")) not in uids:
                 continue
             if selector.matches((pod.get("metadata") or {}).get("labels") or {}):

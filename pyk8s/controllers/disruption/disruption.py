@@ -21,10 +21,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...api import errors
-from ...api.meta import json_copy, parse_time, rfc3339
+from ...api.meta import controller_of, json_copy, parse_time, rfc3339
 from ...api.selectors import SelectorError, label_selector_from_object
 from ...client.cache import SharedInformerFactory
-from ...client.cache.delta_fifo import DeletedFinalStateUnknown
+from ...client.cache.delta_fifo import deleted_object
 from ...client.cache.indexer import meta_namespace_key
 from ...client.rest import RESTClient
 from ...client.workqueue import RateLimitingQueue, process_items
@@ -36,17 +36,6 @@ log = logging.getLogger(__name__)
 Object = Mapping[str, Any]
 PDBS = "poddisruptionbudgets.policy"
 DELETION_TIMEOUT = 120.0  # seconds an evicted pod stays in disruptedPods without being seen going
-
-
-def _unwrap(obj: Any) -> Object:
-    return obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
-
-
-def _controller_ref(obj: Object) -> Object | None:
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
-        if isinstance(ref, Mapping) and ref.get("controller"):
-            return ref
-    return None
 
 
 def _scaled(value: Any, total: int) -> int:
@@ -81,7 +70,7 @@ class DisruptionController:
         self.pods.add_event_handler(
             on_add=lambda p, _initial: self._pod_changed(p),
             on_update=lambda _o, p: self._pod_changed(p),
-            on_delete=lambda p: self._pod_changed(_unwrap(p)),
+            on_delete=lambda p: self._pod_changed(deleted_object(p)),
         )
 
     def _pod_changed(self, pod: Object) -> None:
@@ -105,7 +94,7 @@ class DisruptionController:
         """Σ the replicas the pods' controllers want, each controller once (upstream: getExpectedScale)."""
         seen: dict[str, int] = {}
         for pod in pods:
-            ref = _controller_ref(pod)
+            ref = controller_of(pod)
             if ref is None:
                 raise NoController(f"found no controller ref for pod {(pod.get('metadata') or {}).get('name')!r}")
             owner = self._owner(namespace, ref)
@@ -113,7 +102,7 @@ class DisruptionController:
                 raise NoController(f"found no controllers for pod {(pod.get('metadata') or {}).get('name')!r}")
             if ref.get("kind") == "ReplicaSet":
                 # A Deployment's ReplicaSets share its scale.
-                dref = _controller_ref(owner)
+                dref = controller_of(owner)
                 deployment = self._owner(namespace, dref) if dref is not None else None
                 if deployment is not None:
                     owner = deployment

@@ -14,7 +14,7 @@ from typing import Any
 from ...api import errors
 from ...api.meta import json_copy
 from ...client.cache import SharedInformerFactory
-from ...client.cache.delta_fifo import DeletedFinalStateUnknown
+from ...client.cache.delta_fifo import deleted_object
 from ...client.cache.indexer import meta_namespace_key, split_meta_namespace_key
 from ...client.rest import RESTClient
 from ...client.workqueue import RateLimitingQueue, process_items
@@ -25,7 +25,7 @@ from ..endpointutil import (
     pod_ip_of_family,
     service_labels,
     service_selector,
-    services_for_pod,
+    services_to_sync,
     should_pod_be_in_endpoints,
     should_set_hostname,
     target_ref,
@@ -37,10 +37,6 @@ log = logging.getLogger(__name__)
 
 MAX_CAPACITY = 1000
 OVER_CAPACITY = "endpoints.kubernetes.io/over-capacity"
-
-
-def _unwrap(obj: Any) -> Object:
-    return obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
 
 
 def service_family(svc: Object, pod: Object) -> str | None:
@@ -116,29 +112,21 @@ class EndpointsController:
         self.services.add_event_handler(
             on_add=lambda s, _initial: self._enqueue(s),
             on_update=lambda _o, s: self._enqueue(s),
-            on_delete=lambda s: self._enqueue(_unwrap(s)),
+            on_delete=lambda s: self._enqueue(deleted_object(s)),
         )
         self.pods.add_event_handler(
             on_add=lambda p, _initial: self._pod_changed(p, None),
             on_update=lambda old, cur: self._pod_changed(cur, old),
-            on_delete=lambda p: self._pod_changed(_unwrap(p), None),
+            on_delete=lambda p: self._pod_changed(deleted_object(p), None),
         )
-        self.endpoints.add_event_handler(on_delete=lambda e: self._enqueue(_unwrap(e)))
+        self.endpoints.add_event_handler(on_delete=lambda e: self._enqueue(deleted_object(e)))
 
     def _enqueue(self, obj: Object) -> None:
         self.queue.add(meta_namespace_key(obj))
 
     def _pod_changed(self, pod: Object, old: Object | None) -> None:
-        if old is not None and (old.get("metadata") or {}).get("resourceVersion") == (pod.get("metadata") or {}).get(
-            "resourceVersion"
-        ):
-            return
         namespace = str((pod.get("metadata") or {}).get("namespace") or "")
-        services = self.services.indexer.by_index("namespace", namespace)
-        keys = {meta_namespace_key(s) for s in services_for_pod(services, pod)}
-        if old is not None:
-            keys |= {meta_namespace_key(s) for s in services_for_pod(services, old)}
-        for key in keys:
+        for key in services_to_sync(self.services.indexer.by_index("namespace", namespace), pod, old):
             self.queue.add(key)
 
     async def run(self) -> None:

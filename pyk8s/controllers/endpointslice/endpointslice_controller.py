@@ -16,7 +16,7 @@ from typing import Any
 from ...api import errors
 from ...api.meta import json_copy
 from ...client.cache import SharedInformerFactory
-from ...client.cache.delta_fifo import DeletedFinalStateUnknown
+from ...client.cache.delta_fifo import deleted_object
 from ...client.cache.indexer import meta_namespace_key
 from ...client.rest import RESTClient
 from ...client.workqueue import RateLimitingQueue, process_items
@@ -26,7 +26,7 @@ from ..endpointutil import (
     pod_ip_of_family,
     service_labels,
     service_selector,
-    services_for_pod,
+    services_to_sync,
     should_pod_be_in_endpoints,
     should_set_hostname,
     target_ref,
@@ -42,10 +42,6 @@ MANAGED_BY_LABEL = "endpointslice.kubernetes.io/managed-by"
 CONTROLLER_NAME = "endpointslice-controller.k8s.io"
 ZONE_LABEL = "topology.kubernetes.io/zone"
 DEFAULT_MAX_ENDPOINTS_PER_SLICE = 100
-
-
-def _unwrap(obj: Any) -> Object:
-    return obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
 
 
 def _service_of(slice_: Object) -> str | None:
@@ -69,28 +65,20 @@ class EndpointSliceController:
         self.services.add_event_handler(
             on_add=lambda s, _initial: self.queue.add(meta_namespace_key(s)),
             on_update=lambda _o, s: self.queue.add(meta_namespace_key(s)),
-            on_delete=lambda s: self.queue.add(meta_namespace_key(_unwrap(s))),
+            on_delete=lambda s: self.queue.add(meta_namespace_key(deleted_object(s))),
         )
         self.pods.add_event_handler(
             on_add=lambda p, _initial: self._pod_changed(p, None),
             on_update=lambda old, cur: self._pod_changed(cur, old),
-            on_delete=lambda p: self._pod_changed(_unwrap(p), None),
+            on_delete=lambda p: self._pod_changed(deleted_object(p), None),
         )
         self.slices.add_event_handler(
-            on_update=lambda _o, s: self._slice_changed(s), on_delete=lambda s: self._slice_changed(_unwrap(s))
+            on_update=lambda _o, s: self._slice_changed(s), on_delete=lambda s: self._slice_changed(deleted_object(s))
         )
 
     def _pod_changed(self, pod: Object, old: Object | None) -> None:
-        if old is not None and (old.get("metadata") or {}).get("resourceVersion") == (pod.get("metadata") or {}).get(
-            "resourceVersion"
-        ):
-            return
         namespace = str((pod.get("metadata") or {}).get("namespace") or "")
-        services = self.services.indexer.by_index("namespace", namespace)
-        keys = {meta_namespace_key(s) for s in services_for_pod(services, pod)}
-        if old is not None:
-            keys |= {meta_namespace_key(s) for s in services_for_pod(services, old)}
-        for key in keys:
+        for key in services_to_sync(self.services.indexer.by_index("namespace", namespace), pod, old):
             self.queue.add(key)
 
     def _slice_changed(self, slice_: Object) -> None:

@@ -27,10 +27,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...api import errors
-from ...api.meta import json_copy, parse_time, rfc3339
+from ...api.meta import controller_of, json_copy, parse_time, rfc3339
 from ...api.selectors import SelectorError, label_selector_from_object
 from ...client.cache import SharedInformerFactory
-from ...client.cache.delta_fifo import DeletedFinalStateUnknown
+from ...client.cache.delta_fifo import deleted_object
 from ...client.cache.indexer import meta_namespace_key
 from ...client.events import EventBroadcaster
 from ...client.rest import RESTClient
@@ -66,17 +66,6 @@ MAX_POD_CREATE_DELETE_PER_SYNC = 500
 MAX_UNCOUNTED_PODS = 500
 DEFAULT_BACKOFF = 10.0
 MAX_BACKOFF = 600.0
-
-
-def _unwrap(obj: Any) -> Object:
-    return obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
-
-
-def _controller_ref(obj: Object) -> Object | None:
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
-        if isinstance(ref, Mapping) and ref.get("controller"):
-            return ref
-    return None
 
 
 def _condition(job: Object, type_: str) -> Object | None:
@@ -193,7 +182,7 @@ class JobController:
         self.pods.add_event_handler(
             on_add=lambda p, _initial: self._pod_event(p, added=True),
             on_update=lambda _old, p: self._pod_event(p),
-            on_delete=lambda p: self._pod_event(_unwrap(p), deleted=True),
+            on_delete=lambda p: self._pod_event(deleted_object(p), deleted=True),
         )
 
     async def run(self) -> None:
@@ -208,14 +197,14 @@ class JobController:
     # -- event handlers ---------------------------------------------------------------------------------
 
     def _job_deleted(self, obj: Any) -> None:
-        key = meta_namespace_key(_unwrap(obj))
+        key = meta_namespace_key(deleted_object(obj))
         self.expectations.delete(key)
         self.finalizers_removed.pop(key, None)
         self.backoff.pop(key, None)
         self.queue.add(key)
 
     def _pod_event(self, pod: Object, *, added: bool = False, deleted: bool = False) -> None:
-        ref = _controller_ref(pod)
+        ref = controller_of(pod)
         if ref is None or ref.get("kind") != "Job":
             return
         md = pod.get("metadata") or {}
@@ -366,9 +355,7 @@ class JobController:
         return (pod.get("metadata") or {}).get("finalizers") or ()
 
     def _pods_now(self, job: Object) -> list[Object]:
-        uid = (job.get("metadata") or {}).get("uid")
-        return [p for p in pods_by_owner(self.pods.indexer, job, include_orphans=False)
-                if (_controller_ref(p) or {}).get("uid") == uid]  # fmt: skip
+        return pods_by_owner(self.pods.indexer, job, include_orphans=False)
 
     async def _claim(self, job: Object) -> list[Object]:
         md = job.get("metadata") or {}
@@ -450,20 +437,8 @@ class JobController:
             : min(n, MAX_POD_CREATE_DELETE_PER_SYNC)
         ]
         self.expectations.expect_deletions(key, [pod_key(p) for p in doomed])
-        namespace = str(job["metadata"]["namespace"])
-
-        async def delete(pod: Object) -> None:
-            try:
-                await self.pod_control.delete_pod(namespace, str(pod["metadata"]["name"]), job)
-            except errors.StatusError as err:
-                self.expectations.deletion_observed(key, pod_key(pod))
-                if not isinstance(err, errors.NotFound):
-                    raise
-
-        results = await asyncio.gather(*(delete(p) for p in doomed), return_exceptions=True)
-        failed = next((r for r in results if isinstance(r, BaseException)), None)
-        if failed is not None:
-            raise failed
+        await self.pod_control.delete_pods(str(job["metadata"]["namespace"]), doomed, job,
+                                           lambda pod: self.expectations.deletion_observed(key, pod_key(pod)))  # fmt: skip
 
     async def _remove_finalizers(self, key: str, pods: Sequence[Object]) -> set[str]:
         """Remove the tracking finalizer from `pods`; answers the UIDs it is gone from (or whose pod is gone)."""

@@ -23,9 +23,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...api import errors
+from ...api.meta import controller_of
 from ...api.selectors import LabelSelector, SelectorError, label_selector_from_object
 from ...client.cache import SharedInformerFactory
-from ...client.cache.delta_fifo import DeletedFinalStateUnknown
+from ...client.cache.delta_fifo import deleted_object
 from ...client.cache.indexer import meta_namespace_key
 from ...client.events import EventBroadcaster
 from ...client.rest import RESTClient
@@ -79,20 +80,9 @@ REPLICATION_CONTROLLER = OwnerKind("replicationcontrollers", "v1", "ReplicationC
                                    "replicationmanager", _rc_selector)  # fmt: skip
 
 
-def _controller_ref(obj: Object) -> Object | None:
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
-        if isinstance(ref, Mapping) and ref.get("controller"):
-            return ref
-    return None
-
-
 def _owners_by_controller_uid(obj: Object) -> list[str]:
-    ref = _controller_ref(obj)
+    ref = controller_of(obj)
     return [str(ref.get("uid"))] if ref is not None and ref.get("uid") else []
-
-
-def _unwrap(obj: Any) -> Object:
-    return obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
 
 
 class ReplicaSetController:
@@ -153,7 +143,7 @@ class ReplicaSetController:
         self._enqueue(cur)
 
     def _delete_owner(self, obj: Any) -> None:
-        owner = _unwrap(obj)
+        owner = deleted_object(obj)
         key = meta_namespace_key(owner)
         self.expectations.delete(key)
         self.queue.add(key)
@@ -188,7 +178,7 @@ class ReplicaSetController:
             # A restarted controller may see a pod already being deleted: count it as deleted now.
             self._delete_pod(pod)
             return
-        ref = _controller_ref(pod)
+        ref = controller_of(pod)
         if ref is not None:
             owner = self._resolve(str(md.get("namespace") or ""), ref)
             if owner is not None:
@@ -211,7 +201,7 @@ class ReplicaSetController:
                 self._delete_pod(old)
             return
         namespace = str(cmd.get("namespace") or "")
-        cur_ref, old_ref = _controller_ref(cur), _controller_ref(old)
+        cur_ref, old_ref = controller_of(cur), controller_of(old)
         ref_changed = cur_ref != old_ref
         if ref_changed and old_ref is not None:
             owner = self._resolve(namespace, old_ref)
@@ -232,8 +222,8 @@ class ReplicaSetController:
                 self._enqueue(owner)
 
     def _delete_pod(self, obj: Any) -> None:
-        pod = _unwrap(obj)
-        ref = _controller_ref(pod)
+        pod = deleted_object(obj)
+        ref = controller_of(pod)
         if ref is None:
             return
         owner = self._resolve(str((pod.get("metadata") or {}).get("namespace") or ""), ref)
@@ -331,19 +321,8 @@ class ReplicaSetController:
             doomed = self._pods_to_delete(owner, pods, n)
             self.expectations.expect_deletions(key, [pod_key(p) for p in doomed])
 
-            async def delete(pod: Object) -> None:
-                name = str((pod.get("metadata") or {}).get("name"))
-                try:
-                    await self.pod_control.delete_pod(namespace, name, owner)
-                except errors.StatusError as err:
-                    self.expectations.deletion_observed(key, pod_key(pod))
-                    if not isinstance(err, errors.NotFound):
-                        raise
-
-            results = await asyncio.gather(*(delete(p) for p in doomed), return_exceptions=True)
-            failed = next((r for r in results if isinstance(r, BaseException)), None)
-            if failed is not None:
-                raise failed
+            await self.pod_control.delete_pods(namespace, doomed, owner,
+                                               lambda pod: self.expectations.deletion_observed(key, pod_key(pod)))  # fmt: skip
 
     def _pods_to_delete(self, owner: Object, pods: Sequence[Object], n: int) -> list[Object]:
         if n >= len(pods):
@@ -354,7 +333,7 @@ class ReplicaSetController:
     def _related_pods(self, owner: Object) -> list[Object]:
         """The pods of every owner with the same controller as `owner` (a Deployment's ReplicaSets), by their
         selectors (upstream: getIndirectlyRelatedPods); none for an owner no one controls."""
-        ref = _controller_ref(owner)
+        ref = controller_of(owner)
         if ref is None:
             return []
         seen: set[str] = set()

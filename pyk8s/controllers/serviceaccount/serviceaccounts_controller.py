@@ -10,7 +10,7 @@ from typing import Any
 
 from ...api import errors
 from ...client.cache import SharedInformerFactory
-from ...client.cache.delta_fifo import DeletedFinalStateUnknown
+from ...client.cache.delta_fifo import deleted_object
 from ...client.rest import RESTClient
 from ...client.workqueue import RateLimitingQueue, process_items
 from ..workers import run_workers
@@ -38,7 +38,7 @@ class ServiceAccountsController:
         self.queue.add(str((ns.get("metadata") or {}).get("name")))
 
     def _account_deleted(self, obj: Any) -> None:
-        sa = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+        sa = deleted_object(obj)
         md = sa.get("metadata") or {}
         if md.get("name") in self.service_accounts:
             self.queue.add(str(md.get("namespace")))

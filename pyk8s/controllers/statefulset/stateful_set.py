@@ -22,10 +22,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...api import errors
-from ...api.meta import json_copy
+from ...api.meta import controller_of, json_copy
 from ...api.selectors import SelectorError, label_selector_from_object
 from ...client.cache import SharedInformerFactory
-from ...client.cache.delta_fifo import DeletedFinalStateUnknown
+from ...client.cache.delta_fifo import deleted_object
 from ...client.cache.indexer import meta_namespace_key
 from ...client.events import EventBroadcaster
 from ...client.rest import RESTClient
@@ -47,17 +47,6 @@ Object = Mapping[str, Any]
 STATEFULSETS = "statefulsets.apps"
 POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
 POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
-
-
-def _unwrap(obj: Any) -> Object:
-    return obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
-
-
-def _controller_ref(obj: Object) -> Object | None:
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
-        if isinstance(ref, Mapping) and ref.get("controller"):
-            return ref
-    return None
 
 
 def ordinal_of(set_name: str, pod: Object) -> int | None:
@@ -90,16 +79,16 @@ class StatefulSetController:
         self.sets.add_event_handler(
             on_add=lambda s, _initial: self.queue.add(meta_namespace_key(s)),
             on_update=lambda _o, s: self.queue.add(meta_namespace_key(s)),
-            on_delete=lambda s: self.queue.add(meta_namespace_key(_unwrap(s))),
+            on_delete=lambda s: self.queue.add(meta_namespace_key(deleted_object(s))),
         )
         self.pods.add_event_handler(
             on_add=lambda p, _initial: self._pod_changed(p),
             on_update=lambda _o, p: self._pod_changed(p),
-            on_delete=lambda p: self._pod_changed(_unwrap(p)),
+            on_delete=lambda p: self._pod_changed(deleted_object(p)),
         )
 
     def _pod_changed(self, pod: Object) -> None:
-        ref = _controller_ref(pod)
+        ref = controller_of(pod)
         if ref is not None and ref.get("kind") == "StatefulSet":
             self.queue.add(f"{(pod.get('metadata') or {}).get('namespace')}/{ref.get('name')}")
 
@@ -126,7 +115,7 @@ class StatefulSetController:
         md = sts.get("metadata") or {}
         namespace = str(md.get("namespace") or "")
         owned = [r for r in self.revisions.indexer.by_index("namespace", namespace)
-                 if (_controller_ref(r) or {}).get("uid") == md.get("uid")]  # fmt: skip
+                 if (controller_of(r) or {}).get("uid") == md.get("uid")]  # fmt: skip
         template = (sts.get("spec") or {}).get("template") or {}
         data = revision_data(template)
         update = next((r for r in owned if r.get("data") == data), None)
@@ -343,7 +332,7 @@ class StatefulSetController:
         now = dt.datetime.now(dt.UTC)
         uid = sts["metadata"].get("uid")
         pods = [p for p in pods_by_owner(self.pods.indexer, sts, include_orphans=False)
-                if (_controller_ref(p) or {}).get("uid") == uid and ordinal_of(set_name, p) is not None]  # fmt: skip
+                if (controller_of(p) or {}).get("uid") == uid and ordinal_of(set_name, p) is not None]  # fmt: skip
         live = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
         update_name, current_name = update["metadata"]["name"], current["metadata"]["name"]
         hashes = [(p["metadata"].get("labels") or {}).get(CONTROLLER_REVISION_HASH_LABEL) for p in live]
