@@ -21,6 +21,7 @@ from pyk8s.client.rest import RESTClient
 from pyk8s.controllers.cronjob import CronJobController
 from pyk8s.controllers.cronjob.cron import ScheduleError, parse
 from pyk8s.testing.cluster import APIServerProcess
+from pyk8s.testing.polling import until
 
 UTC = dt.UTC
 
@@ -105,17 +106,6 @@ def cronjob(name: str, schedule: str, **spec: Any) -> dict[str, Any]:
                                                "containers": [{"name": "c", "image": "busybox", "command": ["true"]}]}}}}  # fmt: skip
     return {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": name},
             "spec": {"schedule": schedule, "jobTemplate": template, **spec}}  # fmt: skip
-
-
-async def until(what: str, check, timeout: float = 15.0) -> Any:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        got = await check()
-        if got:
-            return got
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
 
 
 async def jobs_of(client: RESTClient, name: str) -> list[dict[str, Any]]:

@@ -3,23 +3,10 @@ the `kube-root-ca.crt` ConfigMap with the API server's CA, both put back when de
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
-import pytest
-
 from pyk8s.api import errors
-
-
-async def eventually(check, timeout: float = 30.0, what: str = "condition") -> Any:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        got = await check()
-        if got:
-            return got
-        if asyncio.get_running_loop().time() > deadline:
-            pytest.fail(f"{what} not reached in {timeout}s")
-        await asyncio.sleep(0.1)
+from pyk8s.testing.polling import until
 
 
 async def get_or_none(client, resource: str, name: str, ns: str) -> dict[str, Any] | None:
@@ -30,7 +17,7 @@ async def get_or_none(client, resource: str, name: str, ns: str) -> dict[str, An
 
 
 async def test_default_service_account_is_created_and_restored(cluster, client, ns):
-    sa = await eventually(lambda: get_or_none(client, "serviceaccounts", "default", ns), what="default SA")
+    sa = await until("default SA", lambda: get_or_none(client, "serviceaccounts", "default", ns))
     out = cluster.kubectl("get", "serviceaccount", "-n", ns, "--no-headers", check=True).stdout.split()
     assert out[0] == "default"
     cluster.kubectl("delete", "serviceaccount", "default", "-n", ns, check=True)
@@ -39,12 +26,12 @@ async def test_default_service_account_is_created_and_restored(cluster, client, 
         again = await get_or_none(client, "serviceaccounts", "default", ns)
         return again if again and again["metadata"]["uid"] != sa["metadata"]["uid"] else None
 
-    await eventually(recreated, what="default SA re-created")
+    await until("default SA re-created", recreated)
 
 
 async def test_root_ca_config_map_is_published_and_kept(cluster, client, ns):
     ca = cluster.ca_file.read_text()
-    cm = await eventually(lambda: get_or_none(client, "configmaps", "kube-root-ca.crt", ns), what="kube-root-ca.crt")
+    cm = await until("kube-root-ca.crt", lambda: get_or_none(client, "configmaps", "kube-root-ca.crt", ns))
     assert cm["data"] == {"ca.crt": ca}
     assert cm["metadata"]["annotations"]["kubernetes.io/description"].startswith("Contains a CA bundle that can be")
     cm["data"] = {"ca.crt": "tampered"}
@@ -54,6 +41,6 @@ async def test_root_ca_config_map_is_published_and_kept(cluster, client, ns):
         got = await get_or_none(client, "configmaps", "kube-root-ca.crt", ns)
         return bool(got and got["data"] == {"ca.crt": ca})
 
-    await eventually(restored, what="kube-root-ca.crt restored")
+    await until("kube-root-ca.crt restored", restored)
     cluster.kubectl("delete", "configmap", "kube-root-ca.crt", "-n", ns, check=True)
-    await eventually(restored, what="kube-root-ca.crt re-created")
+    await until("kube-root-ca.crt re-created", restored)

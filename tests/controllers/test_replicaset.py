@@ -13,17 +13,7 @@ from typing import Any
 import pytest
 
 from pyk8s.api import errors
-
-
-async def eventually(check, timeout: float = 30.0, what: str = "condition") -> Any:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        got = await check()
-        if got:
-            return got
-        if asyncio.get_running_loop().time() > deadline:
-            pytest.fail(f"{what} not reached in {timeout}s")
-        await asyncio.sleep(0.1)
+from pyk8s.testing.polling import until
 
 
 def manifest(kind: str, name: str, replicas: int, min_ready: int = 0) -> str:
@@ -68,7 +58,7 @@ async def make_ready(client, ns: str, pod: dict[str, Any], *, node: str = "node-
 async def test_replicaset_creates_owned_pods_reports_status_and_events(cluster, client, ns):
     res = cluster.kubectl("apply", "-n", ns, "-f", "-", input=manifest("ReplicaSet", "web", 3))
     assert res.returncode == 0, res.stderr
-    pods = await eventually(lambda: count_is(client, ns, "web", 3), what="3 pods")
+    pods = await until("3 pods", lambda: count_is(client, ns, "web", 3))
     rs = await client.get("replicasets.apps", "web", ns)
     for pod in pods:
         md = pod["metadata"]
@@ -83,7 +73,7 @@ async def test_replicaset_creates_owned_pods_reports_status_and_events(cluster, 
         st = got.get("status") or {}
         return got if st.get("replicas") == 3 and st.get("observedGeneration") == 1 else None
 
-    rs = await eventually(status_counted, what="status replicas 3")
+    rs = await until("status replicas 3", status_counted)
     assert rs["status"]["fullyLabeledReplicas"] == 3
     assert "readyReplicas" not in rs["status"]  # none is Ready: no kubelet here
     out = cluster.kubectl("get", "rs", "web", "-n", ns, "--no-headers", check=True).stdout.split()
@@ -94,7 +84,7 @@ async def test_replicaset_creates_owned_pods_reports_status_and_events(cluster, 
         made = [e for e in items if e["reason"] == "SuccessfulCreate" and e["involvedObject"]["name"] == "web"]
         return made if len(made) == 3 else None
 
-    made = await eventually(events, what="three SuccessfulCreate events")
+    made = await until("three SuccessfulCreate events", events)
     assert {e["message"] for e in made} == {f"Created pod: {p['metadata']['name']}" for p in pods}
     assert {e["source"]["component"] for e in made} == {"replicaset-controller"}
     assert {e["involvedObject"]["kind"] for e in made} == {"ReplicaSet"}
@@ -102,7 +92,7 @@ async def test_replicaset_creates_owned_pods_reports_status_and_events(cluster, 
 
 async def test_deleted_pods_are_replaced_and_scale_down_removes_the_least_established(cluster, client, ns):
     cluster.kubectl("apply", "-n", ns, "-f", "-", input=manifest("ReplicaSet", "keep", 3), check=True)
-    pods = await eventually(lambda: count_is(client, ns, "keep", 3), what="3 pods")
+    pods = await until("3 pods", lambda: count_is(client, ns, "keep", 3))
     victim = pods[0]["metadata"]["name"]
     cluster.kubectl("delete", "pod", victim, "-n", ns, check=True)
 
@@ -110,12 +100,12 @@ async def test_deleted_pods_are_replaced_and_scale_down_removes_the_least_establ
         now = await pods_of(client, ns, "keep")
         return now if len(now) == 3 and victim not in {p["metadata"]["name"] for p in now} else None
 
-    pods = await eventually(replaced, what="the deleted pod replaced")
+    pods = await until("the deleted pod replaced", replaced)
     # One pod runs and is Ready on a node; the two others were never scheduled: they go first.
     established = pods[1]
     await make_ready(client, ns, established)
     cluster.kubectl("scale", "rs", "keep", "-n", ns, "--replicas=1", check=True)
-    left = await eventually(lambda: count_is(client, ns, "keep", 1), what="scaled down to 1")
+    left = await until("scaled down to 1", lambda: count_is(client, ns, "keep", 1))
     assert left[0]["metadata"]["name"] == established["metadata"]["name"]
 
     async def deleted_events() -> list[str] | None:
@@ -125,14 +115,14 @@ async def test_deleted_pods_are_replaced_and_scale_down_removes_the_least_establ
         ]
         return gone if len(gone) == 2 else None
 
-    gone = await eventually(deleted_events, what="two SuccessfulDelete events")
+    gone = await until("two SuccessfulDelete events", deleted_events)
     assert all(m.startswith("Deleted pod: keep-") for m in gone)
 
     async def ready_counted() -> bool:
         st = (await client.get("replicasets.apps", "keep", ns)).get("status") or {}
         return st.get("replicas") == 1 and st.get("readyReplicas") == 1 and st.get("availableReplicas") == 1
 
-    await eventually(ready_counted, what="status counts the Ready pod")
+    await until("status counts the Ready pod", ready_counted)
 
 
 async def test_orphans_are_adopted_and_pods_that_stop_matching_are_released(cluster, client, ns):
@@ -147,8 +137,8 @@ async def test_orphans_are_adopted_and_pods_that_stop_matching_are_released(clus
         refs = pod["metadata"].get("ownerReferences") or []
         return pod if refs and refs[0]["uid"] == rs["metadata"]["uid"] and refs[0]["controller"] else None
 
-    await eventually(adopted, what="the orphan adopted")
-    pods = await eventually(lambda: count_is(client, ns, "adopt", 2), what="2 pods")
+    await until("the orphan adopted", adopted)
+    pods = await until("2 pods", lambda: count_is(client, ns, "adopt", 2))
     assert "stray" in {p["metadata"]["name"] for p in pods}  # only one new pod was needed
     await asyncio.sleep(0.5)
     assert len(await pods_of(client, ns, "adopt")) == 2
@@ -160,13 +150,13 @@ async def test_orphans_are_adopted_and_pods_that_stop_matching_are_released(clus
         pod = await client.get("pods", "stray", ns)
         return not pod["metadata"].get("ownerReferences")
 
-    await eventually(released, what="the pod released")
-    await eventually(lambda: count_is(client, ns, "adopt", 2), what="a replacement for the released pod")
+    await until("the pod released", released)
+    await until("a replacement for the released pod", lambda: count_is(client, ns, "adopt", 2))
 
 
 async def test_available_replicas_wait_for_min_ready_seconds(cluster, client, ns):
     cluster.kubectl("apply", "-n", ns, "-f", "-", input=manifest("ReplicaSet", "slow", 1, min_ready=2), check=True)
-    pods = await eventually(lambda: count_is(client, ns, "slow", 1), what="1 pod")
+    pods = await until("1 pod", lambda: count_is(client, ns, "slow", 1))
     await make_ready(client, ns, pods[0])
 
     async def status() -> dict[str, Any]:
@@ -176,47 +166,47 @@ async def test_available_replicas_wait_for_min_ready_seconds(cluster, client, ns
         st = await status()
         return st.get("readyReplicas") == 1
 
-    await eventually(ready_not_available, what="readyReplicas 1")
+    await until("readyReplicas 1", ready_not_available)
     assert not (await status()).get("availableReplicas")
 
     async def available() -> bool:
         return (await status()).get("availableReplicas") == 1
 
-    await eventually(available, timeout=15, what="availableReplicas 1 after minReadySeconds")
+    await until("availableReplicas 1 after minReadySeconds", available, 15)
 
 
 async def test_replication_controller_keeps_its_pods(cluster, client, ns):
     cluster.kubectl("apply", "-n", ns, "-f", "-", input=manifest("ReplicationController", "legacy", 2), check=True)
-    pods = await eventually(lambda: count_is(client, ns, "legacy", 2), what="2 pods")
+    pods = await until("2 pods", lambda: count_is(client, ns, "legacy", 2))
     rc = await client.get("replicationcontrollers", "legacy", ns)
     assert {p["metadata"]["ownerReferences"][0]["kind"] for p in pods} == {"ReplicationController"}
     assert {p["metadata"]["ownerReferences"][0]["uid"] for p in pods} == {rc["metadata"]["uid"]}
     cluster.kubectl("scale", "rc", "legacy", "-n", ns, "--replicas=3", check=True)
-    await eventually(lambda: count_is(client, ns, "legacy", 3), what="scaled up to 3")
+    await until("scaled up to 3", lambda: count_is(client, ns, "legacy", 3))
 
     async def events() -> bool:
         items = (await client.list("events", ns))["items"]
         made = [e for e in items if e["reason"] == "SuccessfulCreate" and e["involvedObject"]["name"] == "legacy"]
         return len(made) == 3 and {e["source"]["component"] for e in made} == {"replication-controller"}
 
-    await eventually(events, what="the replication controller's events")
+    await until("the replication controller's events", events)
 
     async def counted() -> bool:
         st = (await client.get("replicationcontrollers", "legacy", ns)).get("status") or {}
         return st.get("replicas") == 3 and st.get("observedGeneration") == 2
 
-    await eventually(counted, what="RC status replicas 3")
+    await until("RC status replicas 3", counted)
 
 
 async def test_deleting_a_replicaset_deletes_its_pods(cluster, client, ns):
     cluster.kubectl("apply", "-n", ns, "-f", "-", input=manifest("ReplicaSet", "gone", 2), check=True)
-    await eventually(lambda: count_is(client, ns, "gone", 2), what="2 pods")
+    await until("2 pods", lambda: count_is(client, ns, "gone", 2))
     cluster.kubectl("delete", "rs", "gone", "-n", ns, check=True)
 
     async def no_pods() -> bool:
         items = (await client.list("pods", ns, label_selector="app=gone"))["items"]
         return not items
 
-    await eventually(no_pods, what="the pods deleted with their ReplicaSet")
+    await until("the pods deleted with their ReplicaSet", no_pods)
     with pytest.raises(errors.NotFound):
         await client.get("replicasets.apps", "gone", ns)
