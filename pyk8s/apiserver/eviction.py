@@ -88,11 +88,12 @@ async def evict(pods: RESTStore, pdbs: RESTStore, namespace: str, name: str, opt
         if allowed == 0:
             raise _violation(f"The disruption budget {pmd.get('name')} needs {desired} healthy pods and has "
                              f"{healthy} currently")  # fmt: skip
-        try:
-            take = _take_disruption(pdbs, str(pmd.get("name")), str(pmd.get("resourceVersion") or ""), name)
-            await pdbs.update(namespace, str(pmd.get("name")), take, ctx, subresource="status")
-        except errors.Conflict:
-            continue  # the budget moved: look again
+        if not opts.dry_run:  # a dry run changes nothing, the budget neither
+            try:
+                take = _take_disruption(pdbs, str(pmd.get("name")), str(pmd.get("resourceVersion") or ""), name)
+                await pdbs.update(namespace, str(pmd.get("name")), take, ctx, subresource="status")
+            except errors.Conflict:
+                continue  # the budget moved: look again
         await _delete(pods, namespace, name, opts, ctx)
         return
     raise errors.too_many_requests("the disruption budget kept changing; try again", retry_after=1)
@@ -116,7 +117,7 @@ def _take_disruption(pdbs: RESTStore, pdb_name: str, rv: str, pod_name: str) -> 
 
 async def _delete(pods: RESTStore, namespace: str, name: str, opts: DeleteOptions, ctx: Context, *,
                   mark: bool = True) -> None:  # fmt: skip
-    if mark:
+    if mark and not opts.dry_run:
 
         async def condition(pod: Object | None) -> Object:
             if pod is None:

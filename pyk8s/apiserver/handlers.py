@@ -377,7 +377,11 @@ async def delete_options(request: web.Request) -> DeleteOptions:
     if data.strip():
         raw, _ = decode(data, request.headers.get("Content-Type"))
         body = typed_body(raw, DELETE_OPTIONS, "DeleteOptions")
-    q = request.query
+    return delete_options_from(body, request.query)
+
+
+def delete_options_from(body: dict[str, Any], q: Any) -> DeleteOptions:
+    """DeleteOptions from a body already read into its type and the query string (an Eviction carries one)."""
     grace = body.get("gracePeriodSeconds")
     if q.get("gracePeriodSeconds"):
         grace = query_int(q, "gracePeriodSeconds")

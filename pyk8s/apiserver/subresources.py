@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -18,7 +19,7 @@ from ..storage import Preconditions
 from .encoding import decode, read_body, respond, typed_body
 from .eviction import evict
 from .negotiation import Output
-from .registry.rest import Context, DeleteOptions
+from .registry.rest import Context
 from .request_info import RequestInfo
 
 _BINDING = "io.k8s.api.core.v1.Binding"
@@ -188,9 +189,13 @@ class Subresources:
         name = (raw.get("metadata") or {}).get("name") or r.info.name
         if name != r.info.name:
             raise errors.bad_request("name in URL does not match name in Eviction object")
-        del_opts = raw.get("deleteOptions") or {}
-        opts = DeleteOptions(grace_period_seconds=del_opts.get("gracePeriodSeconds"))
+        from .handlers import delete_options_from  # handlers imports this module
+
+        # The Eviction's own DeleteOptions (dry run, preconditions, propagation) with the query's, as upstream.
+        opts = delete_options_from(raw.get("deleteOptions") or {}, request.query)
         c = self.handlers._context(request, ctx)
+        if opts.dry_run and not c.dry_run:
+            c = dataclasses.replace(c, dry_run=True)  # the store's writes follow the context's dry run
         pdbs = self.handlers.stores.get(("policy/v1", "poddisruptionbudgets"))
         if pdbs is None:
             await r.rest.delete(r.info.namespace, r.info.name, opts, c)

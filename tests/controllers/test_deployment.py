@@ -86,10 +86,14 @@ def test_rolling_update_keeps_availability_then_history_and_undo(cluster):
     stop = threading.Event()
 
     def sample() -> None:
+        # The pods themselves, as a user's traffic would see them: Ready and not being deleted.
         while not stop.is_set():
-            res = cluster.kubectl("get", "deploy", "roll", "-o", "jsonpath={.status.availableReplicas}")
-            if res.returncode == 0 and res.stdout.strip():
-                least[0] = min(least[0], int(res.stdout))
+            res = cluster.kubectl("get", "pods", "-l", "app=roll", "-o", "json")
+            if res.returncode == 0:
+                pods = json.loads(res.stdout)["items"]
+                up = sum(1 for p in pods if not p["metadata"].get("deletionTimestamp") and any(
+                    c["type"] == "Ready" and c["status"] == "True" for c in p["status"].get("conditions", [])))  # fmt: skip
+                least[0] = min(least[0], up)
             time.sleep(0.05)
 
     sampler = threading.Thread(target=sample)

@@ -69,6 +69,15 @@ def test_drain_waits_for_the_budget(cluster):
 
         cluster.kubectl("patch", "pdb", "guarded", "--type=merge", "-p", '{"spec":{"maxUnavailable":1}}', check=True)
         wait_for("a disruption allowed", lambda: status(cluster, "guarded").get("disruptionsAllowed") == 1)
+        # A dry run of the eviction is allowed now, and changes nothing: the pod stays, the budget too.
+        code, _ = cluster.request("POST", f"/api/v1/namespaces/default/pods/{name}/eviction",
+                                  {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name},
+                                   "deleteOptions": {"dryRun": ["All"]}})  # fmt: skip
+        assert code == 201
+        assert kubectl_json(cluster, "get", "pod", name)["metadata"].get("deletionTimestamp") is None
+        assert status(cluster, "guarded")["disruptionsAllowed"] == 1 and "disruptedPods" not in status(
+            cluster, "guarded"
+        )
         res = cluster.kubectl("drain", node, "--ignore-daemonsets", "--delete-emptydir-data", "--force",
                               "--timeout=60s", timeout=90)  # fmt: skip
         assert res.returncode == 0, res.stdout + res.stderr

@@ -147,3 +147,12 @@ def test_a_finished_job_with_a_ttl_is_deleted_with_its_pods(cluster):
     cluster.kubectl("apply", "-f", "-", input=job("brief", ["true"], ttlSecondsAfterFinished=1), check=True)
     wait_for("the job deleted after its TTL",
              lambda: cluster.kubectl("get", "job", "brief").returncode != 0 and not pods_of(cluster, "brief"))  # fmt: skip
+
+
+def test_deleting_a_running_job_takes_its_pods_with_it(cluster):
+    cluster.kubectl("apply", "-f", "-", input=job("gone", ["sleep", "3600"]), check=True)
+    wait_for("the pod running", lambda: [p["status"]["phase"] for p in pods_of(cluster, "gone")] == ["Running"])
+    cluster.kubectl("delete", "job", "gone", "--wait=false", check=True)
+    # The pod carries the job-tracking finalizer: once its Job is gone the controller must drop it, or the pod
+    # would stay Terminating for ever.
+    wait_for("the pod deleted", lambda: pods_of(cluster, "gone") == [])

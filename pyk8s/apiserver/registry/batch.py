@@ -34,8 +34,8 @@ def default_job_spec(spec: Object) -> None:
     spec.setdefault("backoffLimit", 6)
     spec.setdefault("completionMode", "NonIndexed")
     spec.setdefault("suspend", False)
-    if spec.get("podFailurePolicy") is None:
-        spec.setdefault("podReplacementPolicy", "TerminatingOrFailed")
+    # Upstream: Failed when a podFailurePolicy needs the pods' final state, else TerminatingOrFailed.
+    spec.setdefault("podReplacementPolicy", "TerminatingOrFailed" if spec.get("podFailurePolicy") is None else "Failed")
     template = spec.get("template")
     if isinstance(template, dict) and isinstance(template.get("spec"), dict):
         default_pod_spec(template["spec"])

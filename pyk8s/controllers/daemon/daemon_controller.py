@@ -320,10 +320,14 @@ class DaemonSetsController:
             here = by_node.pop(name, [])
             live = [p for p in here if not (p.get("metadata") or {}).get("deletionTimestamp")]
             if should_run:
-                failed = [p for p in live if (p.get("status") or {}).get("phase") == "Failed"]
+                failed = [p for p in live if (p.get("status") or {}).get("phase") in ("Failed", "Succeeded")]
                 for p in failed:
-                    self.recorder.event(ds, "Warning", "FailedDaemonPod",
-                                        f"Found failed daemon pod {pod_key(p)} on node {name}, will try to kill it")  # fmt: skip
+                    if p["status"]["phase"] == "Failed":
+                        self.recorder.event(ds, "Warning", "FailedDaemonPod",
+                                            f"Found failed daemon pod {pod_key(p)} on node {name}, will try to kill it")  # fmt: skip
+                    else:
+                        self.recorder.event(ds, "Normal", "SucceededDaemonPod",
+                                            f"Found succeeded daemon pod {pod_key(p)} on node {name}, will try to delete it")  # fmt: skip
                 delete += failed
                 running = [p for p in live if p not in failed]
                 if not running and not [p for p in here if p not in live]:
@@ -429,6 +433,9 @@ class DaemonSetsController:
             if v or k in ("currentNumberScheduled", "numberMisscheduled", "desiredNumberScheduled", "numberReady"):
                 status[k] = v
         status["observedGeneration"] = int(ds["metadata"].get("generation") or 0)
+        if min_ready > 0 and ready != available:
+            # Ready pods become available after minReadySeconds with no event to say so: look again then.
+            self.queue.add_after(meta_namespace_key(ds), float(min_ready))
         if status == old:
             return
         ds["status"] = status

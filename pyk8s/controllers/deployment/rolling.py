@@ -67,8 +67,8 @@ async def cleanup_unhealthy_replicas(dc: DeploymentController, old: list[Object]
         if total >= max_cleanup:
             break
         replicas, available = util.spec_replicas(rs), util.status_int(rs, "availableReplicas")
-        if replicas == 0 or replicas == available:
-            continue
+        if replicas == 0 or replicas <= available:
+            continue  # no unhealthy replicas (a status not yet caught up with a scale-down counts as none)
         count = min(max_cleanup - total, replicas - available)
         _, old[i] = await scale_and_record(dc, rs, replicas - count, d)
         total += count

@@ -96,7 +96,7 @@ class DisruptionController:
         for pod in pods:
             ref = controller_of(pod)
             if ref is None:
-                raise NoController(f"found no controller ref for pod {(pod.get('metadata') or {}).get('name')!r}")
+                continue  # an unmanaged pod: upstream leaves it out of the expected scale (and warns)
             owner = self._owner(namespace, ref)
             if owner is None:
                 raise NoController(f"found no controllers for pod {(pod.get('metadata') or {}).get('name')!r}")

@@ -31,7 +31,7 @@ from ...api.meta import controller_of, json_copy, parse_time, rfc3339
 from ...api.selectors import SelectorError, label_selector_from_object
 from ...client.cache import SharedInformerFactory
 from ...client.cache.delta_fifo import deleted_object
-from ...client.cache.indexer import meta_namespace_key
+from ...client.cache.indexer import meta_namespace_key, split_meta_namespace_key
 from ...client.events import EventBroadcaster
 from ...client.rest import RESTClient
 from ...client.workqueue import RateLimitingQueue, process_items
@@ -112,16 +112,23 @@ def is_pod_failed(pod: Object, job: Object) -> bool:
     phase = (pod.get("status") or {}).get("phase")
     if phase == "Failed":
         return True
-    if (job.get("spec") or {}).get("podReplacementPolicy") == "Failed":
+    if only_replace_failed_pods(job):
         return False
     return bool((pod.get("metadata") or {}).get("deletionTimestamp")) and phase != "Succeeded"
+
+
+def only_replace_failed_pods(job: Object) -> bool:
+    """Whether a pod being deleted is neither counted nor replaced until it has failed: podReplacementPolicy
+    Failed, or a podFailurePolicy (which needs the exit codes) (upstream: onlyReplaceFailedPods)."""
+    spec = job.get("spec") or {}
+    return spec.get("podReplacementPolicy") == "Failed" or spec.get("podFailurePolicy") is not None
 
 
 def backoff_remaining(failures: int, last_failure: dt.datetime | None, now: dt.datetime) -> float:
     """Seconds before the next pod may start: 10 s * 2^(failures-1), at most 10 minutes, from the last failure."""
     if failures <= 0 or last_failure is None:
         return 0.0
-    delay = min(DEFAULT_BACKOFF * 2 ** (failures - 1), MAX_BACKOFF)
+    delay = min(DEFAULT_BACKOFF * 2 ** min(failures - 1, 16), MAX_BACKOFF)  # capped before it can overflow
     return max(0.0, delay - (now - last_failure).total_seconds())
 
 
@@ -162,6 +169,7 @@ class JobController:
         self.client = client
         self.workers = workers
         self.queue: RateLimitingQueue[str] = RateLimitingQueue(name="job")
+        self.orphans: RateLimitingQueue[str] = RateLimitingQueue(name="job_orphan_pod")
         self.broadcaster = EventBroadcaster(client)
         self.recorder = self.broadcaster.new_core_recorder("job-controller")
         self.pod_control = PodControl(client, self.recorder)
@@ -192,22 +200,31 @@ class JobController:
             asyncio.create_task(process_items(self.queue, self.sync, "sync job", retry=True, expected=expected))
             for _ in range(self.workers)
         ]
-        await run_workers(tasks, [self.queue], self.broadcaster)
+        tasks.append(asyncio.create_task(process_items(self.orphans, self.sync_orphan, "release orphan pod",
+                                                       retry=True, expected=expected)))  # fmt: skip
+        await run_workers(tasks, [self.queue, self.orphans], self.broadcaster)
 
     # -- event handlers ---------------------------------------------------------------------------------
 
     def _job_deleted(self, obj: Any) -> None:
-        key = meta_namespace_key(deleted_object(obj))
+        job = deleted_object(obj)
+        key = meta_namespace_key(job)
         self.expectations.delete(key)
         self.finalizers_removed.pop(key, None)
         self.backoff.pop(key, None)
         self.queue.add(key)
+        # Its pods' tracking finalizers would keep them Terminating for ever (upstream: cleanupPodFinalizers).
+        for pod in pods_by_owner(self.pods.indexer, job, include_orphans=False):
+            if TRACKING_FINALIZER in self._finalizers(pod):
+                self.orphans.add(pod_key(pod))
 
     def _pod_event(self, pod: Object, *, added: bool = False, deleted: bool = False) -> None:
         ref = controller_of(pod)
+        md = pod.get("metadata") or {}
+        if not deleted and TRACKING_FINALIZER in (md.get("finalizers") or ()) and self._orphaned(pod):
+            self.orphans.add(pod_key(pod))
         if ref is None or ref.get("kind") != "Job":
             return
-        md = pod.get("metadata") or {}
         key = f"{md.get('namespace')}/{ref.get('name')}"
         job = self.jobs.indexer.get_by_key(key)
         if job is not None and (job.get("metadata") or {}).get("uid") != ref.get("uid"):
@@ -219,6 +236,22 @@ class JobController:
         if deleted or TRACKING_FINALIZER not in (md.get("finalizers") or ()):
             self.finalizers_removed.get(key, set()).discard(str(md.get("uid")))
         self.queue.add(key)
+
+    def _orphaned(self, pod: Object) -> bool:
+        """A pod with the tracking finalizer that no unfinished Job controls any more (upstream: the orphan
+        queue): its finalizer must go."""
+        ref = controller_of(pod)
+        if ref is None or ref.get("kind") != "Job":
+            return True
+        job = self.jobs.indexer.get_by_key(f"{(pod.get('metadata') or {}).get('namespace')}/{ref.get('name')}")
+        return job is None or (job.get("metadata") or {}).get("uid") != ref.get("uid") or is_finished(job)
+
+    async def sync_orphan(self, key: str) -> None:
+        pod = self.pods.indexer.get_by_key(key)
+        if pod is None or TRACKING_FINALIZER not in self._finalizers(pod) or not self._orphaned(pod):
+            return
+        namespace, name = split_meta_namespace_key(key)
+        await self._patch_out_finalizer(namespace, name)
 
     # -- sync -----------------------------------------------------------------------------------------
 
@@ -319,12 +352,14 @@ class JobController:
             await self._delete_pods(key, job, active_pods, len(active_pods))
         elif suspended:
             await self._delete_pods(key, job, active_pods, len(active_pods))
+        elif job["metadata"].get("deletionTimestamp"):
+            pass  # being deleted: its pods go with it, none is made
         elif self.expectations.satisfied(key):
             wait = backoff_remaining(failures, last_failure, now)
             if wait > 0:
                 self.queue.add_after(key, wait)
             else:
-                await self._manage(key, job, active_pods, succeeded, succeeded_idx)
+                await self._manage(key, job, active_pods, succeeded, succeeded_idx, len(terminating))
 
         # Status (and then the finalizers).
         active_now = [p for p in self._pods_now(job) if is_pod_active(p)]
@@ -375,7 +410,7 @@ class JobController:
         return await manager.claim(pods_by_owner(self.pods.indexer, job, include_orphans=True))
 
     async def _manage(
-        self, key: str, job: Object, active: list[Object], succeeded: int, succeeded_idx: set[int]
+        self, key: str, job: Object, active: list[Object], succeeded: int, succeeded_idx: set[int], terminating: int
     ) -> None:
         """Create or delete pods so that as many run as parallelism asks and completions still need."""
         spec = job.get("spec") or {}
@@ -389,7 +424,10 @@ class JobController:
         if len(active) > want:
             await self._delete_pods(key, job, active, len(active) - want)
             return
-        diff = min(want - len(active), MAX_POD_CREATE_DELETE_PER_SYNC)
+        # Pods still terminating take their place until they have failed, when only failed pods are replaced.
+        diff = min(
+            want - len(active) - (terminating if only_replace_failed_pods(job) else 0), MAX_POD_CREATE_DELETE_PER_SYNC
+        )
         if diff <= 0:
             return
         indexes: list[int | None] = [None] * diff
@@ -440,6 +478,14 @@ class JobController:
         await self.pod_control.delete_pods(str(job["metadata"]["namespace"]), doomed, job,
                                            lambda pod: self.expectations.deletion_observed(key, pod_key(pod)))  # fmt: skip
 
+    async def _patch_out_finalizer(self, namespace: str, name: str, uid: str = "") -> None:
+        """Remove only the tracking finalizer, whatever else the list holds by then (a strategic merge patch's
+        deleteFromPrimitiveList, as upstream); with `uid`, only from that pod."""
+        md: dict[str, Any] = {"$deleteFromPrimitiveList/finalizers": [TRACKING_FINALIZER]}
+        if uid:
+            md["uid"] = uid
+        await self.client.patch("pods", name, {"metadata": md}, namespace)
+
     async def _remove_finalizers(self, key: str, pods: Sequence[Object]) -> set[str]:
         """Remove the tracking finalizer from `pods`; answers the UIDs it is gone from (or whose pod is gone)."""
         done: set[str] = set()
@@ -448,12 +494,8 @@ class JobController:
         async def one(pod: Object) -> None:
             md = pod.get("metadata") or {}
             uid = str(md.get("uid"))
-            keep = [f for f in md.get("finalizers") or () if f != TRACKING_FINALIZER]
-            # A JSON patch with a test: another writer's change to the finalizers in between makes it fail.
-            patch = [{"op": "test", "path": "/metadata/uid", "value": uid},
-                     {"op": "replace", "path": "/metadata/finalizers", "value": keep}]  # fmt: skip
             try:
-                await self.client.patch("pods", str(md.get("name")), patch, str(md.get("namespace")), patch_type="json")
+                await self._patch_out_finalizer(str(md.get("namespace")), str(md.get("name")), uid)
             except errors.NotFound:
                 pass
             except errors.StatusError as err:

@@ -127,6 +127,12 @@ class StatefulSetController:
             except errors.AlreadyExists:
                 update = await self.client.get(REVISIONS, body["metadata"]["name"], namespace)
             owned.append(update)
+        elif int(update.get("revision") or 0) < max_revision(owned):
+            # Back to an earlier template (a rollback): it becomes the newest revision again.
+            bumped = json_copy(update)
+            bumped["revision"] = max_revision(owned) + 1
+            update = await self.client.update(REVISIONS, bumped, namespace)
+            owned = [update if r["metadata"]["name"] == update["metadata"]["name"] else r for r in owned]
         current_name = (sts.get("status") or {}).get("currentRevision")
         current = next((r for r in owned if r["metadata"]["name"] == current_name), update)
         limit = int((sts.get("spec") or {}).get("revisionHistoryLimit", 10))
@@ -355,6 +361,9 @@ class StatefulSetController:
         for k in ("readyReplicas", "currentReplicas", "updatedReplicas"):
             if not status[k]:
                 status.pop(k)  # as the Go type encodes them: omitted at 0 (availableReplicas is not)
+        if min_ready > 0 and status.get("availableReplicas", 0) != status.get("readyReplicas", 0):
+            # Ready pods become available after minReadySeconds with no event to say so: look again then.
+            self.queue.add_after(meta_namespace_key(sts), float(min_ready))
         if status == old:
             return
         sts["status"] = status
