@@ -77,7 +77,12 @@ async def evict(pods: RESTStore, pdbs: RESTStore, namespace: str, name: str, opt
         if not _ready(pod):
             policy = spec.get("unhealthyPodEvictionPolicy") or "IfHealthyBudget"
             if policy == "AlwaysAllow" or (healthy >= desired and desired > 0):
-                await _delete(pods, namespace, name, opts, ctx)
+                # Only if it is still the pod judged unhealthy: one that became Ready since is looked at again.
+                try:
+                    await _delete(pods, namespace, name, opts, ctx,
+                                  expect_rv=str((pod.get("metadata") or {}).get("resourceVersion") or ""))  # fmt: skip
+                except errors.Conflict:
+                    continue
                 return
         if int(status.get("observedGeneration") or 0) < int(pmd.get("generation") or 0):
             raise _violation(f"The disruption budget {pmd.get('name')} is still being processed by the server.")
@@ -116,12 +121,20 @@ def _take_disruption(pdbs: RESTStore, pdb_name: str, rv: str, pod_name: str) -> 
 
 
 async def _delete(pods: RESTStore, namespace: str, name: str, opts: DeleteOptions, ctx: Context, *,
-                  mark: bool = True) -> None:  # fmt: skip
+                  mark: bool = True, expect_rv: str = "") -> None:  # fmt: skip
+    """Mark the pod (DisruptionTarget) and delete it; with `expect_rv`, only while the pod is still at that
+    resourceVersion (Conflict otherwise), as upstream's eviction of an unhealthy pod."""
+    if expect_rv and (opts.dry_run or not mark):
+        current = await pods.get(namespace, name)
+        if str(current["metadata"].get("resourceVersion")) != expect_rv:
+            raise pods.conflict(name)
     if mark and not opts.dry_run:
 
         async def condition(pod: Object | None) -> Object:
             if pod is None:
                 raise pods.not_found(name)
+            if expect_rv and str(pod["metadata"].get("resourceVersion")) != expect_rv:
+                raise pods.conflict(name)
             set_condition(pod, {"type": "DisruptionTarget", "status": "True", "lastProbeTime": None,
                                 "lastTransitionTime": rfc3339(), "reason": "EvictionByEvictionAPI",
                                 "message": "Eviction API: evicting"})  # fmt: skip

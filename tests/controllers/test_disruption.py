@@ -86,3 +86,21 @@ def test_drain_waits_for_the_budget(cluster):
     finally:
         cluster.kubectl("uncordon", node, check=True)
     assert cluster.kubectl("rollout", "status", "deploy/guarded", "--timeout=90s", timeout=120).returncode == 0
+
+
+def test_a_pod_that_is_not_ready_may_go_when_the_policy_allows(cluster):
+    body = json.loads(deployment("unready", 1))
+    body["spec"]["template"]["spec"]["containers"][0]["readinessProbe"] = {"exec": {"command": ["true"]},
+                                                                          "initialDelaySeconds": 3600}  # fmt: skip
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(body), check=True)
+    cluster.kubectl("apply", "-f", "-", input=pdb("unready", minAvailable=1, unhealthyPodEvictionPolicy="AlwaysAllow"),
+                    check=True)  # fmt: skip
+    wait_for("a running, unready pod", lambda: [p["status"].get("phase") for p in
+                                                kubectl_json(cluster, "get", "pods", "-l", "app=unready")["items"]] == ["Running"])  # fmt: skip
+    wait_for("the budget's status", lambda: status(cluster, "unready").get("expectedPods") == 1)
+    assert status(cluster, "unready")["disruptionsAllowed"] == 0
+    name = kubectl_json(cluster, "get", "pods", "-l", "app=unready")["items"][0]["metadata"]["name"]
+    code, body = cluster.request("POST", f"/api/v1/namespaces/default/pods/{name}/eviction",
+                                 {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name}})  # fmt: skip
+    assert code == 201, body  # not Ready: it serves nothing, so AlwaysAllow lets it go despite the budget
+    cluster.kubectl("delete", "deploy", "unready", check=True)
