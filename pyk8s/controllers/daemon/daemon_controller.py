@@ -21,6 +21,7 @@ import asyncio
 import datetime as dt
 import logging
 import math
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -59,6 +60,8 @@ log = logging.getLogger(__name__)
 Object = Mapping[str, Any]
 DAEMONSETS = "daemonsets.apps"
 BURST_REPLICAS = 250
+FAILED_POD_BACKOFF_INITIAL = 1.0
+FAILED_POD_BACKOFF_MAX = 15 * 60.0
 
 # The tolerations every daemon pod gets (upstream: AddOrUpdateDaemonPodTolerations).
 _DAEMON_TOLERATIONS = [
@@ -149,6 +152,7 @@ class DaemonSetsController:
         self.recorder = self.broadcaster.new_core_recorder("daemonset-controller")
         self.pod_control = PodControl(client, self.recorder)
         self.expectations = UIDTrackingControllerExpectations()
+        self._backoff: dict[str, tuple[float, float]] = {}  # `<ds uid>/<node>` -> (last delay, not before)
         self.daemonsets = factory.informer_for(DAEMONSETS)
         self.pods = factory.informer_for("pods")
         self.nodes = factory.informer_for("nodes")
@@ -321,6 +325,12 @@ class DaemonSetsController:
             live = [p for p in here if not (p.get("metadata") or {}).get("deletionTimestamp")]
             if should_run:
                 failed = [p for p in live if (p.get("status") or {}).get("phase") in ("Failed", "Succeeded")]
+                if any(p["status"]["phase"] == "Failed" for p in failed):
+                    wait = self._failed_pod_backoff(f"{ds['metadata'].get('uid')}/{name}")
+                    if wait > 0:
+                        # A pod that keeps failing here is replaced ever more slowly (1 s doubling to 15 min).
+                        self.queue.add_after(key, wait)
+                        continue
                 for p in failed:
                     if p["status"]["phase"] == "Failed":
                         self.recorder.event(ds, "Warning", "FailedDaemonPod",
@@ -357,6 +367,19 @@ class DaemonSetsController:
         await self._delete(key, ds, delete)
         if err is not None:
             raise err
+
+    def _failed_pod_backoff(self, key: str) -> float:
+        """Seconds to wait before replacing a failed pod on a node again, 0 when it may be replaced now (and the
+        next wait doubles) (upstream: failedPodsBackoff, 1 s to 15 min)."""
+        now = time.monotonic()
+        delay, until = self._backoff.get(key, (0.0, 0.0))
+        if now < until:
+            return until - now
+        if now - until > 2 * FAILED_POD_BACKOFF_MAX:
+            delay = 0.0  # quiet for long enough: start over
+        delay = min(max(2 * delay, FAILED_POD_BACKOFF_INITIAL), FAILED_POD_BACKOFF_MAX)
+        self._backoff[key] = (delay, now + delay)
+        return 0.0
 
     async def _delete(self, key: str, ds: Object, pods: Sequence[Object]) -> None:
         await self.pod_control.delete_pods(str(ds["metadata"]["namespace"]), pods, ds,
