@@ -136,7 +136,7 @@ def controller_of(obj: Mapping[str, Any]) -> Object | None:
     return None
 
 
-def owner_reference(owner: Object, *, controller: bool = True, block_owner_deletion: bool = True) -> Object:
+def owner_reference(owner: Mapping[str, Any], *, controller: bool = True, block_owner_deletion: bool = True) -> Object:
     meta = owner.get("metadata") or {}
     return {
         "apiVersion": owner.get("apiVersion", ""),

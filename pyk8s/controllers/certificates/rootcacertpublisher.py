@@ -14,8 +14,8 @@ from ...api.meta import json_copy
 from ...client.cache import SharedInformerFactory
 from ...client.cache.delta_fifo import deleted_object
 from ...client.rest import RESTClient
-from ...client.workqueue import RateLimitingQueue, process_items
-from ..workers import run_workers
+from ...client.workqueue import RateLimitingQueue
+from ..workers import queue_workers, run_workers
 
 log = logging.getLogger(__name__)
 
@@ -53,9 +53,7 @@ class RootCACertPublisher:
 
     async def run(self) -> None:
         await asyncio.gather(self.namespaces.wait_for_sync(), self.config_maps.wait_for_sync())
-        worker = asyncio.create_task(process_items(self.queue, self.sync, "publish root CA to namespace", retry=True,
-                                                   expected=(errors.StatusError, ConnectionError)))  # fmt: skip
-        await run_workers([worker], [self.queue])
+        await run_workers(queue_workers(self.queue, self.sync, "publish root CA to namespace"), [self.queue])
 
     async def sync(self, namespace: str) -> None:
         ns = self.namespaces.indexer.get_by_key(namespace)

@@ -21,14 +21,14 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ...api import errors
-from ...api.meta import controller_of, json_copy, parse_time, rfc3339
+from ...api.meta import controller_of, json_copy, owner_reference, parse_time, rfc3339
 from ...client.cache import SharedInformerFactory
 from ...client.cache.delta_fifo import deleted_object
 from ...client.cache.indexer import meta_namespace_key
 from ...client.events import EventBroadcaster
 from ...client.rest import RESTClient
-from ...client.workqueue import RateLimitingQueue, process_items
-from ..workers import run_workers
+from ...client.workqueue import RateLimitingQueue
+from ..workers import queue_workers, run_workers
 from .cron import Schedule, ScheduleError, parse
 
 log = logging.getLogger(__name__)
@@ -118,11 +118,7 @@ class CronJobController:
 
     async def run(self) -> None:
         await asyncio.gather(self.cronjobs.wait_for_sync(), self.jobs.wait_for_sync())
-        expected = (errors.StatusError, ConnectionError)
-        tasks = [
-            asyncio.create_task(process_items(self.queue, self.sync, "sync cronjob", retry=True, expected=expected))
-            for _ in range(self.workers)
-        ]
+        tasks = queue_workers(self.queue, self.sync, "sync cronjob", self.workers)
         await run_workers(tasks, [self.queue], self.broadcaster)
 
     def _children(self, cj: Object) -> list[Object]:
@@ -282,12 +278,9 @@ class CronJobController:
     def _job(self, cj: Object, name: str, scheduled: dt.datetime, tz: dt.tzinfo) -> dict[str, Any]:
         template = (cj.get("spec") or {}).get("jobTemplate") or {}
         tmd = template.get("metadata") or {}
-        md = cj.get("metadata") or {}
         annotations = {**(tmd.get("annotations") or {}), SCHEDULED_TIMESTAMP_ANNOTATION: _rfc3339_in(scheduled, tz)}
         meta: dict[str, Any] = {"name": name, "annotations": annotations,
-                                "ownerReferences": [{"apiVersion": "batch/v1", "kind": "CronJob", "name": md.get("name"),
-                                                     "uid": md.get("uid"), "controller": True,
-                                                     "blockOwnerDeletion": True}]}  # fmt: skip
+                                "ownerReferences": [owner_reference(cj)]}  # fmt: skip
         if tmd.get("labels"):
             meta["labels"] = dict(tmd["labels"])
         return {

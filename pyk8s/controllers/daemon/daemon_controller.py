@@ -20,20 +20,20 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
-import math
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...api import errors
-from ...api.meta import controller_of, json_copy
+from ...api.intstr import scaled_value
+from ...api.meta import controller_of, json_copy, owner_reference
 from ...api.selectors import SelectorError, label_selector_from_object
 from ...client.cache import SharedInformerFactory
 from ...client.cache.delta_fifo import deleted_object
 from ...client.cache.indexer import meta_namespace_key
 from ...client.events import EventBroadcaster
 from ...client.rest import RESTClient
-from ...client.workqueue import RateLimitingQueue, process_items
+from ...client.workqueue import RateLimitingQueue
 from ...scheduler.plugins.helper import required_node_affinity_matches, tolerates
 from ..active_pods import is_pod_active
 from ..controller_ref_manager import (
@@ -53,7 +53,7 @@ from ..history import (
 )
 from ..pod_control import SLOW_START_INITIAL_BATCH_SIZE, PodControl, pod_from_template, slow_start_batch
 from ..podutil import is_pod_available, is_pod_ready, pod_key
-from ..workers import run_workers
+from ..workers import queue_workers, run_workers
 
 log = logging.getLogger(__name__)
 
@@ -210,19 +210,10 @@ class DaemonSetsController:
 
     async def run(self) -> None:
         await asyncio.gather(*(i.wait_for_sync() for i in (self.daemonsets, self.pods, self.nodes, self.revisions)))
-        expected = (errors.StatusError, ConnectionError, ValueError)
-        tasks = [
-            asyncio.create_task(process_items(self.queue, self.sync, "sync daemon set", retry=True, expected=expected))
-            for _ in range(self.workers)
-        ]
+        tasks = queue_workers(self.queue, self.sync, "sync daemon set", self.workers)
         await run_workers(tasks, [self.queue], self.broadcaster)
 
     # -- sync -----------------------------------------------------------------------------------------
-
-    def owner_ref(self, ds: Object) -> dict[str, Any]:
-        md = ds.get("metadata") or {}
-        return {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": md.get("name"), "uid": md.get("uid"),
-                "controller": True, "blockOwnerDeletion": True}  # fmt: skip
 
     async def sync(self, key: str) -> None:
         cached = self.daemonsets.indexer.get_by_key(key)
@@ -260,7 +251,7 @@ class DaemonSetsController:
         async def fresh() -> Object:
             return await self.client.get(DAEMONSETS, name, namespace)
 
-        manager = ControllerRefManager(self.pod_control.patch_pod, ds, self.owner_ref(ds), selector,
+        manager = ControllerRefManager(self.pod_control.patch_pod, ds, owner_reference(ds), selector,
                                        recheck_deletion(fresh, "DaemonSet", ds))  # fmt: skip
         return await manager.claim(pods_by_owner(self.pods.indexer, ds, include_orphans=True))
 
@@ -277,7 +268,7 @@ class DaemonSetsController:
         top = max_revision(owned)
         collision = (ds.get("status") or {}).get("collisionCount")
         if current is None:
-            body = new_revision(ds, self.owner_ref(ds), template, top + 1, collision)
+            body = new_revision(ds, owner_reference(ds), template, top + 1, collision)
             try:
                 current = await self.client.create(REVISIONS, body, namespace)
             except errors.AlreadyExists:
@@ -305,7 +296,7 @@ class DaemonSetsController:
     def _pod(self, ds: Object, node: str, revision_hash: str) -> dict[str, Any]:
         template = json_copy((ds.get("spec") or {}).get("template") or {})
         template.setdefault("metadata", {}).setdefault("labels", {})[CONTROLLER_REVISION_HASH_LABEL] = revision_hash
-        pod = pod_from_template(template, ds, self.owner_ref(ds))
+        pod = pod_from_template(template, ds, owner_reference(ds))
         pod["spec"]["tolerations"] = daemon_tolerations(pod["spec"])
         with_node_affinity(pod["spec"], node)
         return pod
@@ -390,8 +381,8 @@ class DaemonSetsController:
         nodes lack an available pod (upstream: rollingUpdate)."""
         desired = [n for n in self.nodes.indexer.list() if node_should_run(ds, n)[0]]
         ru = (((ds.get("spec") or {}).get("updateStrategy") or {}).get("rollingUpdate")) or {}
-        max_unavailable = _scaled_up(ru.get("maxUnavailable", 1), len(desired))
-        if max_unavailable == 0 and not _scaled_up(ru.get("maxSurge", 0), len(desired)):
+        max_unavailable = scaled_value(ru.get("maxUnavailable", 1), len(desired), True)
+        if max_unavailable == 0 and not scaled_value(ru.get("maxSurge", 0), len(desired), True):
             max_unavailable = 1
         min_ready = int((ds.get("spec") or {}).get("minReadySeconds") or 0)
         now = dt.datetime.now(dt.UTC)
@@ -466,14 +457,3 @@ class DaemonSetsController:
             await self.client.update_status(DAEMONSETS, ds, ds["metadata"]["namespace"])
         except errors.NotFound:
             pass
-
-
-def _scaled_up(value: Any, total: int) -> int:
-    """An int-or-percent of `total`, percentages rounded up (the DaemonSet rounds both maxSurge and maxUnavailable
-    up)."""
-    if isinstance(value, int):
-        return value
-    text = str(value)
-    if text.endswith("%"):
-        return math.ceil(int(text[:-1]) * total / 100)
-    return int(text)

@@ -17,17 +17,16 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from ...api import errors
-from ...api.meta import controller_of, json_copy
+from ...api.meta import controller_of, json_copy, owner_reference
 from ...api.selectors import LabelSelector, SelectorError, label_selector_from_object
 from ...client.cache import SharedInformerFactory
 from ...client.cache.delta_fifo import deleted_object
 from ...client.cache.indexer import meta_namespace_key
 from ...client.events import EventBroadcaster
 from ...client.rest import RESTClient
-from ...client.workqueue import RateLimitingQueue, process_items
+from ...client.workqueue import RateLimitingQueue
 from ..controller_ref_manager import ControllerRefManager, recheck_deletion
-from ..workers import run_workers
+from ..workers import queue_workers, run_workers
 from . import sync as deployment_sync
 from . import util
 from .recreate import rollout_recreate
@@ -69,11 +68,7 @@ class DeploymentController:
 
     async def run(self) -> None:
         await asyncio.gather(self.deployments.wait_for_sync(), self.rss.wait_for_sync(), self.pods.wait_for_sync())
-        expected = (errors.StatusError, ConnectionError, ValueError)
-        tasks = [
-            asyncio.create_task(process_items(self.queue, self.sync, "sync deployment", retry=True, expected=expected))
-            for _ in range(self.workers)
-        ]
+        tasks = queue_workers(self.queue, self.sync, "sync deployment", self.workers)
         await run_workers(tasks, [self.queue], self.broadcaster)
 
     # -- queue ----------------------------------------------------------------------------------------
@@ -173,11 +168,6 @@ class DeploymentController:
 
     # -- sync -----------------------------------------------------------------------------------------
 
-    def owner_ref(self, d: Object) -> dict[str, Any]:
-        md = d.get("metadata") or {}
-        return {"apiVersion": "apps/v1", "kind": "Deployment", "name": md.get("name"), "uid": md.get("uid"),
-                "controller": True, "blockOwnerDeletion": True}  # fmt: skip
-
     async def update_status(self, d: dict[str, Any]) -> None:
         """Write the Deployment's status (and, as upstream's status strategy lets through, its annotations: the
         revision); `d` takes the stored resourceVersion so that later writes of this sync build on it."""
@@ -218,7 +208,7 @@ class DeploymentController:
         async def patch(ns: str, rs_name: str, body: dict[str, Any]) -> Any:
             return await self.client.patch("replicasets.apps", rs_name, body, ns)
 
-        manager = ControllerRefManager(patch, d, self.owner_ref(d), selector,
+        manager = ControllerRefManager(patch, d, owner_reference(d), selector,
                                        recheck_deletion(fresh, "Deployment", d))  # fmt: skip
         return await manager.claim(self.rss.indexer.by_index("namespace", namespace))
 

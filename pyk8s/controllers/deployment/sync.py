@@ -11,7 +11,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from ...api import errors
-from ...api.meta import json_copy
+from ...api.meta import json_copy, owner_reference
 from . import util
 from .util import Object
 
@@ -70,7 +70,7 @@ async def get_new_replica_set(dc: DeploymentController, d: dict[str, Any], rss: 
     name = f"{md['name']}-{pod_hash}"
     new_rs: dict[str, Any] = {
         "apiVersion": "apps/v1", "kind": "ReplicaSet",
-        "metadata": {"name": name, "namespace": md["namespace"], "ownerReferences": [dc.owner_ref(d)],
+        "metadata": {"name": name, "namespace": md["namespace"], "ownerReferences": [owner_reference(d)],
                      "labels": dict(tmd["labels"])},
         "spec": {"replicas": 0, "minReadySeconds": int(spec.get("minReadySeconds") or 0), "selector": selector,
                  "template": template},

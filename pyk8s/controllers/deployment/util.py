@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from ...api.intstr import scaled_value
 from ...api.meta import parse_time, rfc3339
 
 Object = Mapping[str, Any]
@@ -191,24 +192,6 @@ def max_unavailable(d: Object) -> int:
         return 0
     _, unavailable = resolve_fenceposts(d)
     return min(unavailable, replicas)
-
-
-def scaled_value(value: Any, total: int, round_up: bool) -> int:
-    """An int-or-percent against `total` (upstream: GetScaledValueFromIntOrPercent); ValueError for a string
-    that is not a percentage."""
-    if value is None:
-        return 0
-    if isinstance(value, int):
-        return value
-    text = str(value)
-    if not text.endswith("%"):
-        raise ValueError(f"invalid value for IntOrString: invalid type: string is not a percentage: {text!r}")
-    try:
-        pct = int(text[:-1])
-    except ValueError:
-        raise ValueError(f"invalid value for IntOrString: invalid value {text!r}") from None
-    scaled = pct * total / 100
-    return math.ceil(scaled) if round_up else math.floor(scaled)
 
 
 def resolve_fenceposts(d: Object) -> tuple[int, int]:

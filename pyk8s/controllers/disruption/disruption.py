@@ -16,35 +16,26 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
-import math
 from collections.abc import Mapping
 from typing import Any
 
 from ...api import errors
+from ...api.intstr import scaled_value
 from ...api.meta import controller_of, json_copy, parse_time, rfc3339
 from ...api.selectors import SelectorError, label_selector_from_object
 from ...client.cache import SharedInformerFactory
 from ...client.cache.delta_fifo import deleted_object
 from ...client.cache.indexer import meta_namespace_key
 from ...client.rest import RESTClient
-from ...client.workqueue import RateLimitingQueue, process_items
+from ...client.workqueue import RateLimitingQueue
 from ..podutil import is_pod_ready
-from ..workers import run_workers
+from ..workers import queue_workers, run_workers
 
 log = logging.getLogger(__name__)
 
 Object = Mapping[str, Any]
 PDBS = "poddisruptionbudgets.policy"
 DELETION_TIMEOUT = 120.0  # seconds an evicted pod stays in disruptedPods without being seen going
-
-
-def _scaled(value: Any, total: int) -> int:
-    if isinstance(value, int):
-        return value
-    text = str(value)
-    if text.endswith("%"):
-        return math.ceil(int(text[:-1]) * total / 100)
-    return int(text)
 
 
 class NoController(Exception):
@@ -86,9 +77,7 @@ class DisruptionController:
     async def run(self) -> None:
         await asyncio.gather(self.pdbs.wait_for_sync(), self.pods.wait_for_sync(),
                              *(i.wait_for_sync() for i in self.scalers.values()))  # fmt: skip
-        worker = asyncio.create_task(process_items(self.queue, self.sync, "sync pod disruption budget", retry=True,
-                                                   expected=(errors.StatusError, ConnectionError)))  # fmt: skip
-        await run_workers([worker], [self.queue])
+        await run_workers(queue_workers(self.queue, self.sync, "sync pod disruption budget"), [self.queue])
 
     def _expected_scale(self, namespace: str, pods: list[Object]) -> int:
         """Σ the replicas the pods' controllers want, each controller once (upstream: getExpectedScale)."""
@@ -138,12 +127,12 @@ class DisruptionController:
         try:
             if spec.get("maxUnavailable") is not None:
                 expected = self._expected_scale(namespace, pods)
-                desired = max(0, expected - _scaled(spec["maxUnavailable"], expected))
+                desired = max(0, expected - scaled_value(spec["maxUnavailable"], expected, True))
             elif isinstance(spec.get("minAvailable"), int):
                 expected, desired = len(pods), int(spec["minAvailable"])
             elif spec.get("minAvailable") is not None:
                 expected = self._expected_scale(namespace, pods)
-                desired = _scaled(spec["minAvailable"], expected)
+                desired = scaled_value(spec["minAvailable"], expected, True)
             else:
                 expected, desired = len(pods), 0
         except (NoController, ValueError) as err:

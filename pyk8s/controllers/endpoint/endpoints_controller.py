@@ -17,7 +17,7 @@ from ...client.cache import SharedInformerFactory
 from ...client.cache.delta_fifo import deleted_object
 from ...client.cache.indexer import meta_namespace_key, split_meta_namespace_key
 from ...client.rest import RESTClient
-from ...client.workqueue import RateLimitingQueue, process_items
+from ...client.workqueue import RateLimitingQueue
 from ..endpointutil import (
     Object,
     find_port,
@@ -31,7 +31,7 @@ from ..endpointutil import (
     target_ref,
 )
 from ..podutil import is_pod_ready
-from ..workers import run_workers
+from ..workers import queue_workers, run_workers
 
 log = logging.getLogger(__name__)
 
@@ -131,11 +131,7 @@ class EndpointsController:
 
     async def run(self) -> None:
         await asyncio.gather(self.services.wait_for_sync(), self.pods.wait_for_sync(), self.endpoints.wait_for_sync())
-        expected = (errors.StatusError, ConnectionError)
-        tasks = [
-            asyncio.create_task(process_items(self.queue, self.sync, "sync endpoints", retry=True, expected=expected))
-            for _ in range(self.workers)
-        ]
+        tasks = queue_workers(self.queue, self.sync, "sync endpoints", self.workers)
         await run_workers(tasks, [self.queue])
 
     def desired_subsets(self, svc: Object) -> list[dict[str, Any]]:

@@ -14,12 +14,12 @@ import logging
 from typing import Any
 
 from ...api import errors
-from ...api.meta import json_copy
+from ...api.meta import json_copy, owner_reference
 from ...client.cache import SharedInformerFactory
 from ...client.cache.delta_fifo import deleted_object
 from ...client.cache.indexer import meta_namespace_key
 from ...client.rest import RESTClient
-from ...client.workqueue import RateLimitingQueue, process_items
+from ...client.workqueue import RateLimitingQueue
 from ..endpointutil import (
     Object,
     find_port,
@@ -32,7 +32,7 @@ from ..endpointutil import (
     target_ref,
 )
 from ..podutil import is_pod_ready
-from ..workers import run_workers
+from ..workers import queue_workers, run_workers
 
 log = logging.getLogger(__name__)
 
@@ -88,13 +88,7 @@ class EndpointSliceController:
 
     async def run(self) -> None:
         await asyncio.gather(*(i.wait_for_sync() for i in (self.services, self.pods, self.nodes, self.slices)))
-        expected = (errors.StatusError, ConnectionError)
-        tasks = [
-            asyncio.create_task(
-                process_items(self.queue, self.sync, "sync endpoint slices", retry=True, expected=expected)
-            )
-            for _ in range(self.workers)
-        ]
+        tasks = queue_workers(self.queue, self.sync, "sync endpoint slices", self.workers)
         await run_workers(tasks, [self.queue])
 
     # -- what should be -------------------------------------------------------------------------------
@@ -161,11 +155,9 @@ class EndpointSliceController:
         if base is not None:
             out = json_copy(base)
         else:
-            owner = {"apiVersion": "v1", "kind": "Service", "name": md.get("name"), "uid": md.get("uid"),
-                     "controller": True, "blockOwnerDeletion": True}  # fmt: skip
             out = {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
                    "metadata": {"generateName": f"{md.get('name')}-", "namespace": md.get("namespace"),
-                                "ownerReferences": [owner]}}  # fmt: skip
+                                "ownerReferences": [owner_reference(svc)]}}  # fmt: skip
         out["metadata"]["labels"] = labels
         out["addressType"] = family
         out["endpoints"] = endpoints

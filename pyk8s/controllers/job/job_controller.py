@@ -27,14 +27,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...api import errors
-from ...api.meta import controller_of, json_copy, parse_time, rfc3339
+from ...api.meta import controller_of, json_copy, owner_reference, parse_time, rfc3339
 from ...api.selectors import SelectorError, label_selector_from_object
 from ...client.cache import SharedInformerFactory
 from ...client.cache.delta_fifo import deleted_object
 from ...client.cache.indexer import meta_namespace_key, split_meta_namespace_key
 from ...client.events import EventBroadcaster
 from ...client.rest import RESTClient
-from ...client.workqueue import RateLimitingQueue, process_items
+from ...client.workqueue import RateLimitingQueue
 from ..active_pods import deletion_order, is_pod_active
 from ..controller_ref_manager import (
     ControllerRefManager,
@@ -45,7 +45,7 @@ from ..controller_ref_manager import (
 from ..expectations import UIDTrackingControllerExpectations
 from ..pod_control import SLOW_START_INITIAL_BATCH_SIZE, PodControl, pod_from_template, slow_start_batch
 from ..podutil import is_pod_ready, pod_key
-from ..workers import run_workers
+from ..workers import queue_workers, run_workers
 from .indexed_job_utils import (
     COMPLETION_INDEX_ANNOTATION,
     COMPLETION_INDEX_ENV,
@@ -195,13 +195,8 @@ class JobController:
 
     async def run(self) -> None:
         await asyncio.gather(self.jobs.wait_for_sync(), self.pods.wait_for_sync())
-        expected = (errors.StatusError, ConnectionError, ValueError)
-        tasks = [
-            asyncio.create_task(process_items(self.queue, self.sync, "sync job", retry=True, expected=expected))
-            for _ in range(self.workers)
-        ]
-        tasks.append(asyncio.create_task(process_items(self.orphans, self.sync_orphan, "release orphan pod",
-                                                       retry=True, expected=expected)))  # fmt: skip
+        tasks = queue_workers(self.queue, self.sync, "sync job", self.workers)
+        tasks += queue_workers(self.orphans, self.sync_orphan, "release orphan pod")
         await run_workers(tasks, [self.queue, self.orphans], self.broadcaster)
 
     # -- event handlers ---------------------------------------------------------------------------------
@@ -403,9 +398,7 @@ class JobController:
         async def fresh() -> Object:
             return await self.client.get(JOBS, name, namespace)
 
-        owner = {"apiVersion": "batch/v1", "kind": "Job", "name": name, "uid": md.get("uid"), "controller": True,
-                 "blockOwnerDeletion": True}  # fmt: skip
-        manager = ControllerRefManager(self.pod_control.patch_pod, job, owner, selector,
+        manager = ControllerRefManager(self.pod_control.patch_pod, job, owner_reference(job), selector,
                                        recheck_deletion(fresh, "Job", job), finalizers=[TRACKING_FINALIZER])  # fmt: skip
         return await manager.claim(pods_by_owner(self.pods.indexer, job, include_orphans=True))
 
@@ -451,9 +444,7 @@ class JobController:
 
     def _pod(self, job: Object, index: int | None) -> dict[str, Any]:
         md = job.get("metadata") or {}
-        owner = {"apiVersion": "batch/v1", "kind": "Job", "name": md.get("name"), "uid": md.get("uid"),
-                 "controller": True, "blockOwnerDeletion": True}  # fmt: skip
-        pod = pod_from_template((job.get("spec") or {}).get("template") or {}, job, owner)
+        pod = pod_from_template((job.get("spec") or {}).get("template") or {}, job, owner_reference(job))
         pmd = pod["metadata"]
         pmd["finalizers"] = [*(pmd.get("finalizers") or []), TRACKING_FINALIZER]
         if index is not None:

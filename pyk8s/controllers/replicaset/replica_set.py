@@ -23,14 +23,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...api import errors
-from ...api.meta import controller_of
+from ...api.meta import controller_of, owner_reference
 from ...api.selectors import LabelSelector, SelectorError, label_selector_from_object
 from ...client.cache import SharedInformerFactory
 from ...client.cache.delta_fifo import deleted_object
 from ...client.cache.indexer import meta_namespace_key
 from ...client.events import EventBroadcaster
 from ...client.rest import RESTClient
-from ...client.workqueue import RateLimitingQueue, process_items
+from ...client.workqueue import RateLimitingQueue
 from ..active_pods import deletion_order, filter_active_pods, ranks_by_colocation
 from ..controller_ref_manager import (
     ControllerRefManager,
@@ -41,7 +41,7 @@ from ..controller_ref_manager import (
 from ..expectations import UIDTrackingControllerExpectations
 from ..pod_control import SLOW_START_INITIAL_BATCH_SIZE, PodControl, slow_start_batch
 from ..podutil import is_pod_ready, pod_key
-from ..workers import run_workers
+from ..workers import queue_workers, run_workers
 from .replica_set_utils import calculate_status, update_status
 
 log = logging.getLogger(__name__)
@@ -121,13 +121,7 @@ class ReplicaSetController:
 
     async def run(self) -> None:
         await asyncio.gather(self.owners.wait_for_sync(), self.pods.wait_for_sync())
-        expected = (errors.StatusError, ConnectionError, ValueError)
-        tasks = [
-            asyncio.create_task(
-                process_items(self.queue, self.sync, f"sync {self.kind.kind}", retry=True, expected=expected)
-            )
-            for _ in range(self.workers)
-        ]
+        tasks = queue_workers(self.queue, self.sync, f"sync {self.kind.kind}", self.workers)
         await run_workers(tasks, [self.queue], self.broadcaster)
 
     # -- event handlers ---------------------------------------------------------------------------------
@@ -279,15 +273,10 @@ class ReplicaSetController:
             return await self.client.get(self.kind.resource, name, namespace)
 
         manager = ControllerRefManager(
-            self.pod_control.patch_pod, owner, self._owner_ref(owner), selector,
+            self.pod_control.patch_pod, owner, owner_reference(owner), selector,
             recheck_deletion(fresh, self.kind.kind, owner),
         )  # fmt: skip
         return await manager.claim(pods)
-
-    def _owner_ref(self, owner: Object) -> dict[str, Any]:
-        md = owner.get("metadata") or {}
-        return {"apiVersion": self.kind.api_version, "kind": self.kind.kind, "name": md.get("name"),
-                "uid": md.get("uid"), "controller": True, "blockOwnerDeletion": True}  # fmt: skip
 
     async def manage_replicas(self, pods: Sequence[Object], owner: Object, key: str) -> None:
         """Create or delete pods until `pods` (the active ones it owns) number spec.replicas."""
@@ -299,7 +288,7 @@ class ReplicaSetController:
             self.expectations.expect_creations(key, n)
             log.info("%s %s: too few replicas, need %s, creating %d", self.kind.kind, key, spec.get("replicas", 1), n)
             template = spec.get("template") or {}
-            ref = self._owner_ref(owner)
+            ref = owner_reference(owner)
 
             async def create() -> None:
                 try:

@@ -12,8 +12,8 @@ from ...api import errors
 from ...client.cache import SharedInformerFactory
 from ...client.cache.delta_fifo import deleted_object
 from ...client.rest import RESTClient
-from ...client.workqueue import RateLimitingQueue, process_items
-from ..workers import run_workers
+from ...client.workqueue import RateLimitingQueue
+from ..workers import queue_workers, run_workers
 
 log = logging.getLogger(__name__)
 
@@ -45,9 +45,7 @@ class ServiceAccountsController:
 
     async def run(self) -> None:
         await asyncio.gather(self.namespaces.wait_for_sync(), self.accounts.wait_for_sync())
-        worker = asyncio.create_task(process_items(self.queue, self.sync, "sync namespace's service accounts",
-                                                   retry=True, expected=(errors.StatusError, ConnectionError)))  # fmt: skip
-        await run_workers([worker], [self.queue])
+        await run_workers(queue_workers(self.queue, self.sync, "sync namespace's service accounts"), [self.queue])
 
     async def sync(self, namespace: str) -> None:
         ns = self.namespaces.indexer.get_by_key(namespace)

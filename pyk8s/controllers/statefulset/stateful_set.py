@@ -22,14 +22,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...api import errors
-from ...api.meta import controller_of, json_copy
+from ...api.meta import controller_of, json_copy, owner_reference
 from ...api.selectors import SelectorError, label_selector_from_object
 from ...client.cache import SharedInformerFactory
 from ...client.cache.delta_fifo import deleted_object
 from ...client.cache.indexer import meta_namespace_key
 from ...client.events import EventBroadcaster
 from ...client.rest import RESTClient
-from ...client.workqueue import RateLimitingQueue, process_items
+from ...client.workqueue import RateLimitingQueue
 from ..controller_ref_manager import (
     ControllerRefManager,
     add_pod_controller_uid_indexer,
@@ -39,7 +39,7 @@ from ..controller_ref_manager import (
 from ..history import CONTROLLER_REVISION_HASH_LABEL, REVISIONS, max_revision, new_revision, revision_data
 from ..pod_control import pod_from_template
 from ..podutil import is_pod_available, is_pod_ready
-from ..workers import run_workers
+from ..workers import queue_workers, run_workers
 
 log = logging.getLogger(__name__)
 
@@ -94,19 +94,8 @@ class StatefulSetController:
 
     async def run(self) -> None:
         await asyncio.gather(*(i.wait_for_sync() for i in (self.sets, self.pods, self.revisions, self.claims)))
-        expected = (errors.StatusError, ConnectionError)
-        tasks = [
-            asyncio.create_task(
-                process_items(self.queue, self.sync, "sync stateful set", retry=True, expected=expected)
-            )
-            for _ in range(self.workers)
-        ]
+        tasks = queue_workers(self.queue, self.sync, "sync stateful set", self.workers)
         await run_workers(tasks, [self.queue], self.broadcaster)
-
-    def owner_ref(self, sts: Object) -> dict[str, Any]:
-        md = sts.get("metadata") or {}
-        return {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": md.get("name"), "uid": md.get("uid"),
-                "controller": True, "blockOwnerDeletion": True}  # fmt: skip
 
     # -- revisions ------------------------------------------------------------------------------------
 
@@ -120,7 +109,7 @@ class StatefulSetController:
         data = revision_data(template)
         update = next((r for r in owned if r.get("data") == data), None)
         if update is None:
-            body = new_revision(sts, self.owner_ref(sts), template, max_revision(owned) + 1,
+            body = new_revision(sts, owner_reference(sts), template, max_revision(owned) + 1,
                                 (sts.get("status") or {}).get("collisionCount"))  # fmt: skip
             try:
                 update = await self.client.create(REVISIONS, body, namespace)
@@ -157,7 +146,7 @@ class StatefulSetController:
         tmd = template.setdefault("metadata", {})
         tmd["labels"] = {**(tmd.get("labels") or {}), POD_NAME_LABEL: name, POD_INDEX_LABEL: str(ordinal),
                          CONTROLLER_REVISION_HASH_LABEL: revision["metadata"]["name"]}  # fmt: skip
-        pod = pod_from_template(template, sts, self.owner_ref(sts))
+        pod = pod_from_template(template, sts, owner_reference(sts))
         pod["metadata"].pop("generateName", None)
         pod["metadata"]["name"] = name
         spec = pod["spec"]
@@ -191,7 +180,7 @@ class StatefulSetController:
                                                            **selector_labels}},
                      "spec": json_copy(t.get("spec") or {})}  # fmt: skip
             if owned_by_set:
-                claim["metadata"]["ownerReferences"] = [{**self.owner_ref(sts), "controller": False}]
+                claim["metadata"]["ownerReferences"] = [{**owner_reference(sts), "controller": False}]
             try:
                 await self.client.create("persistentvolumeclaims", claim, namespace)
             except errors.AlreadyExists:
@@ -258,7 +247,7 @@ class StatefulSetController:
             return ordinal_of(set_name, pod) is not None
 
         manager = ControllerRefManager(lambda ns, n, body: self.client.patch("pods", n, body, ns), sts,
-                                       self.owner_ref(sts), selector, recheck_deletion(fresh, "StatefulSet", sts))  # fmt: skip
+                                       owner_reference(sts), selector, recheck_deletion(fresh, "StatefulSet", sts))  # fmt: skip
         pods = await manager.claim(pods_by_owner(self.pods.indexer, sts, include_orphans=True), mine)
         if md.get("deletionTimestamp"):
             return

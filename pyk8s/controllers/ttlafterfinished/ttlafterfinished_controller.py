@@ -6,7 +6,6 @@ or a new Job of the same name, is left alone."""
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import logging
 from collections.abc import Mapping
@@ -17,8 +16,8 @@ from ...api.meta import parse_time
 from ...client.cache import SharedInformerFactory
 from ...client.cache.indexer import meta_namespace_key, split_meta_namespace_key
 from ...client.rest import RESTClient
-from ...client.workqueue import RateLimitingQueue, process_items
-from ..workers import run_workers
+from ...client.workqueue import RateLimitingQueue
+from ..workers import queue_workers, run_workers
 
 log = logging.getLogger(__name__)
 
@@ -60,18 +59,7 @@ class TTLAfterFinishedController:
 
     async def run(self) -> None:
         await self.jobs.wait_for_sync()
-        tasks = [
-            asyncio.create_task(
-                process_items(
-                    self.queue,
-                    self.sync,
-                    "clean up finished job",
-                    retry=True,
-                    expected=(errors.StatusError, ConnectionError),
-                )
-            )
-            for _ in range(self.workers)
-        ]
+        tasks = queue_workers(self.queue, self.sync, "clean up finished job", self.workers)
         await run_workers(tasks, [self.queue])
 
     async def sync(self, key: str) -> None:
