@@ -212,7 +212,14 @@ class APIServer:
             except StorageError:
                 return None
 
-        admission = build_chain(self.options.admission, get_namespace)
+        def list_cached(group_version: str, plural: str) -> list[Object]:
+            rest = self.stores.get((group_version, plural))
+            if rest is None or not rest.cacher.ready:
+                return []
+            entries, _ = rest.cacher.list(rest.resource.collection_key(""))
+            return [en.obj for en in entries]
+
+        admission = build_chain(self.options.admission, get_namespace, list_cached)
         for r in self.table.stored():
             strategy = strategy_for(r)
             cacher = Cacher(

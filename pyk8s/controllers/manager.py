@@ -42,6 +42,10 @@ from .serviceaccount import ServiceAccountsController
 from .statefulset import StatefulSetController
 from .tainteviction import TaintEvictionController
 from .ttlafterfinished import TTLAfterFinishedController
+from .volume.local_path_provisioner import LocalPathProvisioner
+from .volume.persistentvolume import PersistentVolumeController
+from .volume.pv_protection import PVProtectionController
+from .volume.pvc_protection import PVCProtectionController
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +99,13 @@ def new_controller_initializers() -> dict[str, Initializer]:
             max_endpoints_per_slice=o.get("max_endpoints_per_slice", 100),
         ),
         "root-ca-certificate-publisher-controller": _root_ca_publisher,
+        "persistentvolume-binder-controller": lambda c, f, o: PersistentVolumeController(
+            c, f, sync_period=o.get("pvclaimbinder_sync_period", 15.0)
+        ),
+        "persistentvolumeclaim-protection-controller": lambda c, f, o: PVCProtectionController(c, f),
+        "persistentvolume-protection-controller": lambda c, f, o: PVProtectionController(c, f),
+        # Not a kube-controller-manager controller: the provisioner k3s ships, simulated (see its module).
+        "local-path-provisioner": lambda c, f, o: LocalPathProvisioner(c, f),
     }
 
 
@@ -153,6 +164,9 @@ ALIASES = {
     "endpoint": "endpoints-controller",
     "endpointslice": "endpointslice-controller",
     "root-ca-cert-publisher": "root-ca-certificate-publisher-controller",
+    "persistentvolume-binder": "persistentvolume-binder-controller",
+    "pvc-protection": "persistentvolumeclaim-protection-controller",
+    "pv-protection": "persistentvolume-protection-controller",
 }
 
 

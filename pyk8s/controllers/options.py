@@ -33,6 +33,8 @@ _OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
                  help="EndpointSlice controller workers."),
     click.option("--max-endpoints-per-slice", type=click.IntRange(1, 1000), default=100, show_default=True,
                  help="Endpoints in one EndpointSlice at most."),
+    click.option("--pvclaimbinder-sync-period", default="15s", show_default=True,
+                 help="How often the PV controller syncs every volume and claim."),
     click.option("--root-ca-file", default="",
                  help="CA bundle published in every namespace as kube-root-ca.crt (default: the kubeconfig's CA)."),
     click.option("--node-monitor-period", default="5s", show_default=True,
@@ -87,6 +89,7 @@ def controller_flags(f: Callable[..., Any]) -> Callable[..., Any]:
 def controller_settings(kw: dict[str, Any], parse_duration: Callable[[str], float]) -> dict[str, Any]:
     """The options dict from the flags (popped from `kw`); ValueError for values that cannot work."""
     out = {k: kw.pop(k) for k in _PLAIN}
+    out["pvclaimbinder_sync_period"] = parse_duration(str(kw.pop("pvclaimbinder_sync_period")))
     out.update(node_controller_settings(kw, parse_duration))
     return out
 

@@ -15,9 +15,11 @@ from dataclasses import dataclass
 
 from ...api.meta import Object
 from . import Chain, Plugin
+from .default_storage_class import DefaultStorageClass
 from .default_toleration_seconds import DEFAULT_SECONDS, DefaultTolerationSeconds
 from .namespace_lifecycle import NamespaceLifecycle
 from .node_taint import TaintNodesByCondition
+from .storage_object_in_use_protection import StorageObjectInUseProtection
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +45,10 @@ DEFAULT_ON = frozenset({
     "PodSecurity", "MutatingAdmissionPolicy", "ValidatingAdmissionPolicy",
 })  # fmt: skip
 
-IMPLEMENTED = ("NamespaceLifecycle", "TaintNodesByCondition", "DefaultTolerationSeconds")
+IMPLEMENTED = (
+    "NamespaceLifecycle", "TaintNodesByCondition", "DefaultTolerationSeconds", "DefaultStorageClass",
+    "StorageObjectInUseProtection",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -75,13 +80,20 @@ def parse_plugin_list(text: str) -> tuple[str, ...]:
     return tuple(p.strip() for p in text.split(",") if p.strip())
 
 
-def build_chain(options: AdmissionOptions, get_namespace: Callable[[str], Awaitable[Object | None]]) -> Chain:
+def build_chain(
+    options: AdmissionOptions,
+    get_namespace: Callable[[str], Awaitable[Object | None]],
+    list_cached: Callable[[str, str], list[Object]] = lambda _gv, _plural: [],
+) -> Chain:
+    """The chain `options` asks for; `list_cached(group_version, plural)` reads a resource's watch cache."""
     problems = options.validate()
     if problems:
         raise ValueError("; ".join(problems))
     factories: dict[str, Callable[[], Plugin]] = {
         "NamespaceLifecycle": lambda: NamespaceLifecycle(get_namespace),
         "TaintNodesByCondition": TaintNodesByCondition,
+        "DefaultStorageClass": lambda: DefaultStorageClass(lambda: list_cached("storage.k8s.io/v1", "storageclasses")),
+        "StorageObjectInUseProtection": StorageObjectInUseProtection,
         "DefaultTolerationSeconds": lambda: DefaultTolerationSeconds(
             options.default_not_ready_toleration_seconds, options.default_unreachable_toleration_seconds
         ),

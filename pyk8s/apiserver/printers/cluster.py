@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ...api.meta import Object
+from ...api.storage_class import is_default_class
 from ..tables import NAME, Cells, Column, age, human_duration, printer
 from .common import AGE, _col, _d, _format_selector, _i, _int_or_string, _l, _meta, _more, _name, _s, _wide, quantity
 from .core import _lb_ingress
@@ -131,12 +132,6 @@ def network_policy_row(obj: Object) -> Cells:
 
 # -- storage ---------------------------------------------------------------------------------------------
 
-_DEFAULT_CLASS_ANNOTATIONS = (
-    "storageclass.kubernetes.io/is-default-class",
-    "storageclass.beta.kubernetes.io/is-default-class",
-)
-
-
 @printer(
     "storage.k8s.io",
     "StorageClass",
@@ -156,9 +151,8 @@ _DEFAULT_CLASS_ANNOTATIONS = (
     ],
 )
 def storage_class_row(obj: Object) -> Cells:
-    annotations = _d(_meta(obj).get("annotations"))
     name = _name(obj)
-    if any(annotations.get(a) == "true" for a in _DEFAULT_CLASS_ANNOTATIONS):
+    if is_default_class(obj):
         name += " (default)"
     reclaim, binding = obj.get("reclaimPolicy"), obj.get("volumeBindingMode")
     return [

@@ -16,7 +16,7 @@ from ...api import errors as e
 from ...api import validation as v
 from ...api.content_memo import ContentMemo
 from ...api.errors import FieldError
-from ...api.meta import Object, json_copy
+from ...api.meta import Object, json_copy, rfc3339
 from . import pod_ephemeral_containers, register
 from .pod_affinity import fold_label_keys, validate_label_keys
 from .strategy import Strategy, immutable
@@ -705,7 +705,15 @@ class PersistentVolumeStrategy(Strategy):
             spec.setdefault("volumeMode", "Filesystem")
 
     def initial_status(self, obj: Object) -> None:
-        obj["status"] = {"phase": "Pending"}
+        obj["status"] = {"phase": "Pending", "lastPhaseTransitionTime": rfc3339()}
+
+    def prepare_for_status_update(self, new: Object, old: Object) -> None:
+        super().prepare_for_status_update(new, old)
+        # The server stamps a phase change unless the writer set the time itself (PersistentVolumeLastPhaseTransitionTime).
+        status, old_status = new.get("status"), old.get("status") or {}
+        if isinstance(status, dict) and status.get("phase") != old_status.get("phase"):
+            if status.get("lastPhaseTransitionTime") in (None, old_status.get("lastPhaseTransitionTime")):
+                status["lastPhaseTransitionTime"] = rfc3339()
 
 
 @register("", "PersistentVolumeClaim")

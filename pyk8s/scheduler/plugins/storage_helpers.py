@@ -245,3 +245,63 @@ def pod_uses_claim(pod: Pod, pvc: Obj | None) -> bool:
         return False
     name = meta(pvc).get("name")
     return any(claim == name for claim, _, _ in pod_claim_names(pod))
+
+
+def find_matching_volume(
+    pvc: Obj,
+    pvs: list[Obj],
+    node_labels: dict[str, str] | None,
+    excluded: set[str],
+    *,
+    delay_binding: bool = False,
+    vac_enabled: bool = False,
+) -> Obj | None:
+    """The PV pre-bound to the claim, else the smallest Available one that satisfies it (upstream:
+    FindMatchingVolume, shared by the scheduler and the PV controller). The scheduler passes the node's labels;
+    the PV controller passes None, and leaves claims of WaitForFirstConsumer classes (`delay_binding`) to the
+    scheduler unless a PV is pre-bound to them. Raises SelectorError for a claim selector that does not parse."""
+    requested = storage_request(pvc) or ZERO
+    requested_class = claim_class(pvc)
+    claim_mode = spec(pvc).get("volumeMode") or "Filesystem"
+    if spec(pvc).get("selector") is not None:
+        label_selector_from_object(spec(pvc)["selector"])
+    smallest: Obj | None = None
+    smallest_qty = None
+    for pv in pvs:
+        pv_md, pv_spec = meta(pv), spec(pv)
+        if pv_md.get("name", "") in excluded:
+            continue
+        bound_to_claim = is_volume_bound_to_claim(pv, pvc)
+        if pv_spec.get("claimRef") is not None and not bound_to_claim:
+            continue
+        qty = storage_capacity(pv)
+        if qty < requested:
+            continue
+        if (pv_spec.get("volumeMode") or "Filesystem") != claim_mode:
+            continue
+        if pv_md.get("deletionTimestamp"):
+            continue
+        affinity_ok = node_labels is None or check_node_affinity(pv, node_labels)
+        if bound_to_claim:
+            # A PV pre-bound to the claim is the only candidate: it fits this node or nothing does.
+            return pv if affinity_ok else None
+        if node_labels is None and delay_binding:
+            continue
+        if (pv.get("status") or {}).get("phase") != "Available":
+            continue
+        if not claim_selector_matches(pvc, pv_md.get("labels")):
+            continue
+        if volume_class(pv) != requested_class:
+            continue
+        if vac_enabled and (spec(pvc).get("volumeAttributesClassName") or "") != (
+            pv_spec.get("volumeAttributesClassName") or ""
+        ):
+            continue
+        if not affinity_ok:
+            continue
+        modes = set(access_modes(pv))
+        if any(m not in modes for m in access_modes(pvc)):
+            continue
+        if smallest_qty is None or qty < smallest_qty:
+            smallest, smallest_qty = pv, qty
+    return smallest

@@ -30,12 +30,11 @@ from ..storage_helpers import (
     NOT_SUPPORTED_PROVISIONER,
     WAIT_FOR_FIRST_CONSUMER,
     ZERO,
-    access_modes,
     annotations_of,
     check_node_affinity,
     claim_class,
     claim_reference,
-    claim_selector_matches,
+    find_matching_volume,
     is_pvc_fully_bound,
     is_volume_bound_to_claim,
     key_of,
@@ -47,7 +46,6 @@ from ..storage_helpers import (
     spec,
     storage_capacity,
     storage_request,
-    volume_class,
     volume_is_for_pod,
 )
 from .assume_cache import AssumeError, PVAssumeCache, PVCAssumeCache
@@ -204,7 +202,12 @@ class VolumeBinder:
         unmatched: list[Obj] = []
         found_all = True
         for pvc in ordered:
-            pv = self.find_matching_volume(pvc, pvs_by_class.get(claim_class(pvc), []), node_labels, chosen)
+            try:
+                pv = find_matching_volume(
+                    pvc, pvs_by_class.get(claim_class(pvc), []), node_labels, chosen, vac_enabled=self.vac_enabled
+                )
+            except SelectorError:
+                raise BinderError(f"error creating internal label selector for claim: {key_of(pvc)}") from None
             if pv is None:
                 unmatched.append(pvc)
                 found_all = False
@@ -212,55 +215,6 @@ class VolumeBinder:
             chosen.add(meta(pv).get("name", ""))
             bindings.append(BindingInfo(pvc, pv))
         return found_all, bindings, unmatched
-
-    def find_matching_volume(
-        self, pvc: Obj, pvs: list[Obj], node_labels: dict[str, str], excluded: set[str]
-    ) -> Obj | None:
-        """The PV pre-bound to the claim, else the smallest available one that satisfies it on this node
-        (upstream: FindMatchingVolume on the scheduler path)."""
-        requested = storage_request(pvc) or ZERO
-        requested_class = claim_class(pvc)
-        claim_mode = spec(pvc).get("volumeMode") or "Filesystem"
-        if spec(pvc).get("selector") is not None and claim_selector_matches(pvc, {}) is None:
-            raise BinderError(f"error creating internal label selector for claim: {key_of(pvc)}")
-        smallest: Obj | None = None
-        smallest_qty = None
-        for pv in pvs:
-            pv_md, pv_spec = meta(pv), spec(pv)
-            if pv_md.get("name", "") in excluded:
-                continue
-            bound_to_claim = is_volume_bound_to_claim(pv, pvc)
-            if pv_spec.get("claimRef") is not None and not bound_to_claim:
-                continue
-            qty = storage_capacity(pv)
-            if qty < requested:
-                continue
-            if (pv_spec.get("volumeMode") or "Filesystem") != claim_mode:
-                continue
-            if pv_md.get("deletionTimestamp"):
-                continue
-            affinity_ok = check_node_affinity(pv, node_labels)
-            if bound_to_claim:
-                # A PV pre-bound to the claim is the only candidate: it fits this node or nothing does.
-                return pv if affinity_ok else None
-            if (pv.get("status") or {}).get("phase") != "Available":
-                continue
-            if not claim_selector_matches(pvc, pv_md.get("labels")):
-                continue
-            if volume_class(pv) != requested_class:
-                continue
-            if self.vac_enabled and (spec(pvc).get("volumeAttributesClassName") or "") != (
-                pv_spec.get("volumeAttributesClassName") or ""
-            ):
-                continue
-            if not affinity_ok:
-                continue
-            modes = set(access_modes(pv))
-            if any(m not in modes for m in access_modes(pvc)):
-                continue
-            if smallest_qty is None or qty < smallest_qty:
-                smallest, smallest_qty = pv, qty
-        return smallest
 
     def _check_volume_provisions(self, claims: list[Obj], node: Obj) -> tuple[bool, bool, list[Obj]]:
         """(provisioning possible, enough capacity, claims to provision) for claims without a matching PV."""
