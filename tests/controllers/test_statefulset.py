@@ -94,3 +94,59 @@ def test_parallel_pods_and_claims(cluster):
     assert sorted(c["metadata"]["name"] for c in claims) == ["data-par-0", "data-par-1", "data-par-2"]
     pod = next(p for p in pods_of(cluster, "par") if p["metadata"]["name"] == "par-1")
     assert {"name": "data", "persistentVolumeClaim": {"claimName": "data-par-1"}} in pod["spec"]["volumes"]
+
+
+def test_claim_retention_policy_deletes_claims_with_scale_down_and_set(cluster):
+    claim = {"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"],
+                                                    "resources": {"requests": {"storage": "1Gi"}}}}  # fmt: skip
+    policy = {"whenDeleted": "Delete", "whenScaled": "Delete"}
+    cluster.kubectl("apply", "-f", "-", input=statefulset("ret", 2, podManagementPolicy="Parallel",
+                                                          volumeClaimTemplates=[claim],
+                                                          persistentVolumeClaimRetentionPolicy=policy), check=True)  # fmt: skip
+    res = cluster.kubectl("rollout", "status", "sts/ret", "--timeout=90s", timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    sts_uid = kubectl_json(cluster, "get", "sts", "ret")["metadata"]["uid"]
+    refs = kubectl_json(cluster, "get", "pvc", "data-ret-1")["metadata"]["ownerReferences"]
+    assert refs == [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "ret", "uid": sts_uid}]
+
+    # Scaled down: the condemned ordinal's claim goes with its pod; the other stays.
+    cluster.kubectl("scale", "sts/ret", "--replicas=1", check=True)
+
+    def claims() -> list[str]:
+        return sorted(c["metadata"]["name"] for c in kubectl_json(cluster, "get", "pvc", "-l", "app=ret")["items"]
+                      if not c["metadata"].get("deletionTimestamp"))  # fmt: skip
+
+    wait_for("data-ret-1 deleted with its pod", lambda: claims() == ["data-ret-0"], timeout=60)
+    # The set deleted: its remaining claims go too.
+    cluster.kubectl("delete", "sts", "ret", "--wait=false", check=True)
+    wait_for("every claim deleted with the set", lambda: claims() == [], timeout=60)
+
+
+@pytest.mark.parametrize(
+    ("when_deleted", "when_scaled", "ordinal", "owners"),
+    [
+        ("Retain", "Retain", 0, set()),
+        ("Retain", "Retain", 5, set()),
+        ("Delete", "Retain", 0, {"set"}),
+        ("Delete", "Retain", 5, {"set"}),
+        ("Retain", "Delete", 0, set()),
+        ("Retain", "Delete", 5, {"pod"}),
+        ("Delete", "Delete", 0, {"set"}),
+        ("Delete", "Delete", 5, {"pod"}),  # condemned: the pod's, no longer the set's
+    ],
+)
+def test_claim_owners_follow_the_retention_policy(when_deleted, when_scaled, ordinal, owners):
+    from pyk8s.controllers.statefulset.stateful_set_utils import claim_owner_refs
+
+    sts = {"metadata": {"name": "s", "uid": "set-uid"},
+           "spec": {"replicas": 2, "persistentVolumeClaimRetentionPolicy": {"whenDeleted": when_deleted,
+                                                                           "whenScaled": when_scaled}}}  # fmt: skip
+    pod = {"metadata": {"name": f"s-{ordinal}", "uid": "pod-uid"}}
+    uids = {"set": "set-uid", "pod": "pod-uid"}
+    # From no owners, and from both (a policy changed): the same end state, and then nothing more to do.
+    for start in ([], [{"uid": "set-uid"}, {"uid": "pod-uid"}]):
+        claim = {"metadata": {"ownerReferences": start}}
+        refs = claim_owner_refs(claim, sts, pod, ordinal)
+        final = start if refs is None else refs
+        assert {r["uid"] for r in final} == {uids[o] for o in owners}
+        assert claim_owner_refs({"metadata": {"ownerReferences": final}}, sts, pod, ordinal) is None

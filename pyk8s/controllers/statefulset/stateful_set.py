@@ -4,7 +4,7 @@ stateful_set_utils.go, stateful_pod_control.go; `statefulset-controller`): pods 
 Pod `<set>-<ordinal>` for ordinals `ordinals.start` … +replicas-1, with `hostname` its name, `subdomain` the
 set's serviceName, and the labels `statefulset.kubernetes.io/pod-name`, `apps.kubernetes.io/pod-index` and
 `controller-revision-hash`; each volumeClaimTemplate gives it a PersistentVolumeClaim `<template>-<set>-<ordinal>`
-created before the pod (owned by the set when `persistentVolumeClaimRetentionPolicy.whenDeleted` is Delete).
+created before the pod, owned as `persistentVolumeClaimRetentionPolicy` says (stateful_set_utils.py).
 OrderedReady creates the lowest missing ordinal and waits for it to be Running and Ready (and available after
 minReadySeconds) before the next, and removes the highest surplus ordinal first, one at a time; Parallel does
 all at once. Failed pods are replaced. RollingUpdate deletes, from the highest ordinal down to `partition`, the
@@ -40,6 +40,7 @@ from ..history import CONTROLLER_REVISION_HASH_LABEL, REVISIONS, max_revision, n
 from ..pod_control import pod_from_template
 from ..podutil import is_pod_available, is_pod_ready
 from ..workers import queue_workers, run_workers
+from .stateful_set_utils import claim_owner_refs
 
 log = logging.getLogger(__name__)
 
@@ -170,7 +171,6 @@ class StatefulSetController:
         namespace = str(md.get("namespace") or "")
         spec = sts.get("spec") or {}
         selector_labels = ((spec.get("selector") or {}).get("matchLabels")) or {}
-        owned_by_set = (spec.get("persistentVolumeClaimRetentionPolicy") or {}).get("whenDeleted") == "Delete"
         for t in spec.get("volumeClaimTemplates") or ():
             name = claim_name(t, str(md.get("name")), ordinal)
             if self.claims.indexer.get_by_key(f"{namespace}/{name}") is not None:
@@ -179,8 +179,9 @@ class StatefulSetController:
                      "metadata": {"name": name, "labels": {**((t.get("metadata") or {}).get("labels") or {}),
                                                            **selector_labels}},
                      "spec": json_copy(t.get("spec") or {})}  # fmt: skip
-            if owned_by_set:
-                claim["metadata"]["ownerReferences"] = [{**owner_reference(sts), "controller": False}]
+            refs = claim_owner_refs(claim, sts, None, ordinal)
+            if refs:
+                claim["metadata"]["ownerReferences"] = refs
             try:
                 await self.client.create("persistentvolumeclaims", claim, namespace)
             except errors.AlreadyExists:
@@ -191,6 +192,28 @@ class StatefulSetController:
                 raise
             self.recorder.event(sts, "Normal", "SuccessfulCreate",
                                 f"create Claim {name} Pod {pod_name} in StatefulSet {md.get('name')} success")  # fmt: skip
+
+    async def _retain_claims(self, sts: Object, pod: Object, ordinal: int) -> None:
+        """Give the pod's claims the owners the retention policy wants (upstream: UpdatePodClaimForRetentionPolicy)."""
+        md = sts.get("metadata") or {}
+        namespace = str(md.get("namespace") or "")
+        for t in (sts.get("spec") or {}).get("volumeClaimTemplates") or ():
+            name = claim_name(t, str(md.get("name")), ordinal)
+            claim = self.claims.indexer.get_by_key(f"{namespace}/{name}")
+            if claim is None or (claim.get("metadata") or {}).get("deletionTimestamp"):
+                continue
+            refs = claim_owner_refs(claim, sts, pod, ordinal)
+            if refs is None:
+                continue
+            patch = {"metadata": {"ownerReferences": refs, "resourceVersion": claim["metadata"].get("resourceVersion")}}
+            try:
+                await self.client.patch("persistentvolumeclaims", name, patch, namespace, patch_type="merge")
+            except errors.NotFound:
+                continue
+            except errors.StatusError as err:
+                self.recorder.event(sts, "Warning", "FailedUpdate", f"update Claim {name} for Pod "
+                                    f"{pod['metadata']['name']} in StatefulSet {md.get('name')} failed error: {err.message}")  # fmt: skip
+                raise
 
     async def _create(self, sts: Object, ordinal: int, revision: Object) -> None:
         pod = self._pod(sts, ordinal, revision)
@@ -274,6 +297,11 @@ class StatefulSetController:
                 return current
             return update
 
+        if spec.get("volumeClaimTemplates"):
+            # A changed policy, or a scale back up, re-decides the owners of the claims of live pods.
+            for ordinal, pod in by_ordinal.items():
+                if ordinal in wanted and not pod["metadata"].get("deletionTimestamp"):
+                    await self._retain_claims(sts, pod, ordinal)
         # Replicas: failed pods go, missing ones come, lowest first.
         for ordinal in wanted:
             pod = by_ordinal.get(ordinal)
@@ -302,6 +330,7 @@ class StatefulSetController:
                 if not parallel:
                     return
                 continue
+            await self._retain_claims(sts, pod, ordinal)  # whenScaled: Delete hands the claims to the pod first
             await self._delete(sts, pod)
             if not parallel:
                 return
