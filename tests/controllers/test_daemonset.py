@@ -6,6 +6,7 @@ node's pod goes."""
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
@@ -112,3 +113,41 @@ def test_node_selector_and_nodes_that_come_and_go(cluster):
     )
     cluster.kubectl("label", "node", target, "disk-", check=True)
     wait_for("no pod once no node matches", lambda: pods_of(cluster, "ssd") == [])
+
+
+def test_rolling_update_with_surge_keeps_every_node_served(cluster):
+    ds = json.loads(daemonset("surge"))
+    ds["spec"]["updateStrategy"] = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
+    # Pods become ready 1 s after they start, so that old and new pods visibly overlap.
+    ds["spec"]["template"]["metadata"]["annotations"] = {"pyk8s.io/simulate": json.dumps({"readySeconds": 1})}
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(ds), check=True)
+    res = cluster.kubectl("rollout", "status", "ds/surge", "--timeout=90s", timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    desired = kubectl_json(cluster, "get", "ds", "surge")["status"]["desiredNumberScheduled"]
+    cluster.kubectl("set", "image", "ds/surge", "c=agent:2", check=True)
+
+    def ready_nodes_and_most_pods_per_node() -> tuple[int, int]:
+        pods = kubectl_json(cluster, "get", "pods", "-l", "app=surge")["items"]
+        per_node: dict[str, int] = {}
+        ready: set[str] = set()
+        for p in pods:
+            node = p["spec"].get("nodeName") or "?"
+            per_node[node] = per_node.get(node, 0) + 1
+            conds = {c["type"]: c["status"] for c in p.get("status", {}).get("conditions", [])}
+            if conds.get("Ready") == "True" and not p["metadata"].get("deletionTimestamp"):
+                ready.add(node)
+        return len(ready), max(per_node.values(), default=0)
+
+    least_ready, most_per_node = desired, 1
+    deadline = time.monotonic() + 90
+    while True:  # sample the pods until the rollout is done
+        ready, most = ready_nodes_and_most_pods_per_node()
+        least_ready, most_per_node = min(least_ready, ready), max(most_per_node, most)
+        st = kubectl_json(cluster, "get", "ds", "surge")["status"]
+        if st.get("updatedNumberScheduled") == desired and st.get("numberAvailable") == desired and most == 1:
+            break
+        assert time.monotonic() < deadline, f"surge rollout not done: {st}"
+    pods = pods_of(cluster, "surge")
+    assert {p["spec"]["containers"][0]["image"] for p in pods} == {"agent:2"} and len(pods) == desired
+    assert least_ready == desired  # maxUnavailable 0: every node kept a ready pod throughout
+    assert most_per_node == 2  # the new pod started beside the old one

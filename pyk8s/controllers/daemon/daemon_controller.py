@@ -10,8 +10,10 @@ Each sync: the current template's ControllerRevision (`<ds>-<hash>`; history.py)
 ones beyond revisionHistoryLimit go; nodes missing a pod get one (at most 250 a sync, in slow-start batches), made
 from the template with the revision's `controller-revision-hash` label and a required node affinity on
 `metadata.name` (the default scheduler binds it, as upstream); extra pods on a node (oldest kept), pods on nodes
-that should not run them, and failed pods (FailedDaemonPod) are deleted. RollingUpdate (maxSurge 0) replaces old
-pods on at most maxUnavailable nodes at a time, unavailable ones first; OnDelete waits for the user. Then the
+that should not run them, and failed pods (FailedDaemonPod) are deleted. RollingUpdate with maxSurge 0 replaces old
+pods on at most maxUnavailable nodes at a time, unavailable ones first; with maxSurge it starts the new pod beside
+the old one on at most maxSurge nodes at a time and deletes the old one once the new one is available; OnDelete
+waits for the user. Then the
 status (desired/current/misscheduled/ready/updated/available/unavailable numbers).
 """
 
@@ -21,7 +23,7 @@ import asyncio
 import datetime as dt
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ...api import errors
@@ -125,6 +127,14 @@ def node_should_run(ds: Object, node: Object) -> tuple[bool, bool]:
         if taint.get("effect") == "NoExecute":
             keep = False
     return should_run, keep
+
+
+def allows_surge(ds: Object) -> bool:
+    """A RollingUpdate whose maxSurge is not 0 (upstream: util.AllowsSurge, scaled against one node)."""
+    strategy = (ds.get("spec") or {}).get("updateStrategy") or {}
+    if strategy.get("type", "RollingUpdate") != "RollingUpdate":
+        return False
+    return scaled_value(((strategy.get("rollingUpdate") or {}).get("maxSurge")) or 0, 1, True) != 0
 
 
 def _target_node(pod: Object) -> str | None:
@@ -334,10 +344,7 @@ class DaemonSetsController:
                 if not running and not [p for p in here if p not in live]:
                     create.append(name)
                 elif len(running) > 1:
-                    # Keep one: a scheduled one first, then the oldest.
-                    running.sort(key=lambda p: (not (p.get("spec") or {}).get("nodeName"),
-                                                str(p["metadata"].get("creationTimestamp") or ""), p["metadata"]["name"]))  # fmt: skip
-                    delete += running[1:]
+                    delete += self._excess(ds, running, revision_hash)
             elif not keep:
                 delete += live
         for orphaned in by_node.values():  # pods for nodes that are gone
@@ -359,6 +366,33 @@ class DaemonSetsController:
         if err is not None:
             raise err
 
+    @staticmethod
+    def _excess(ds: Object, running: list[Object], revision_hash: str) -> list[Object]:
+        """Which of a node's several running pods go (upstream: podsShouldBeOnNode). Without surge, all but one (a
+        scheduled one first, then the oldest); with surge, an old and a new pod may share the node while the new
+        one becomes available, the old one going as soon as it is available or the old one is not ready."""
+        running = sorted(running, key=lambda p: (not (p.get("spec") or {}).get("nodeName"),
+                                                 str(p["metadata"].get("creationTimestamp") or ""), p["metadata"]["name"]))  # fmt: skip
+        if not allows_surge(ds):
+            return running[1:]
+        excess: list[Object] = []
+        oldest_new: Object | None = None
+        oldest_old: Object | None = None
+        for p in running:
+            if (p["metadata"].get("labels") or {}).get(CONTROLLER_REVISION_HASH_LABEL) == revision_hash:
+                if oldest_new is None:
+                    oldest_new = p
+                    continue
+            elif oldest_old is None:
+                oldest_old = p
+                continue
+            excess.append(p)
+        if oldest_new is not None and oldest_old is not None:
+            min_ready = int((ds.get("spec") or {}).get("minReadySeconds") or 0)
+            if not is_pod_ready(oldest_old) or is_pod_available(oldest_new, min_ready, dt.datetime.now(dt.UTC)):
+                excess.append(oldest_old)
+        return excess
+
     def _failed_pod_backoff(self, key: str) -> float:
         """Seconds to wait before replacing a failed pod on a node again, 0 when it may be replaced now (and the
         next wait doubles) (upstream: failedPodsBackoff, 1 s to 15 min)."""
@@ -377,12 +411,16 @@ class DaemonSetsController:
                                            lambda pod: self.expectations.deletion_observed(key, pod_key(pod)))  # fmt: skip
 
     async def _rolling_update(self, key: str, ds: Object, pods: list[Object], revision_hash: str) -> None:
-        """maxSurge 0: replace old pods, unavailable ones always, available ones while fewer than maxUnavailable
-        nodes lack an available pod (upstream: rollingUpdate)."""
+        """Replace old pods (upstream: rollingUpdate). maxSurge 0: delete old pods, unavailable ones always,
+        available ones while fewer than maxUnavailable nodes lack an available pod, and let the manage loop
+        create their replacements. maxSurge > 0: create the new pod beside the old one first, at once where the
+        old one is unavailable and on at most maxSurge other nodes at a time; the old pod goes once the new one
+        is available."""
         desired = [n for n in self.nodes.indexer.list() if node_should_run(ds, n)[0]]
         ru = (((ds.get("spec") or {}).get("updateStrategy") or {}).get("rollingUpdate")) or {}
+        max_surge = scaled_value(ru.get("maxSurge", 0), len(desired), True)
         max_unavailable = scaled_value(ru.get("maxUnavailable", 1), len(desired), True)
-        if max_unavailable == 0 and not scaled_value(ru.get("maxSurge", 0), len(desired), True):
+        if max_unavailable == 0 and max_surge == 0:
             max_unavailable = 1
         min_ready = int((ds.get("spec") or {}).get("minReadySeconds") or 0)
         now = dt.datetime.now(dt.UTC)
@@ -390,6 +428,13 @@ class DaemonSetsController:
         for p in pods:
             if is_pod_active(p) and (t := _target_node(p)) is not None:
                 by_node.setdefault(t, []).append(p)
+
+        def is_new(p: Object) -> bool:
+            return (p["metadata"].get("labels") or {}).get(CONTROLLER_REVISION_HASH_LABEL) == revision_hash
+
+        if max_surge > 0:
+            await self._surge(key, ds, desired, by_node, max_surge, is_new, min_ready, now, revision_hash)
+            return
         unavailable = 0
         old_available: list[Object] = []
         doomed: list[Object] = []
@@ -398,7 +443,7 @@ class DaemonSetsController:
             if not any(is_pod_available(p, min_ready, now) for p in here):
                 unavailable += 1
             for p in here:
-                if (p["metadata"].get("labels") or {}).get(CONTROLLER_REVISION_HASH_LABEL) == revision_hash:
+                if is_new(p):
                     continue
                 if is_pod_available(p, min_ready, now):
                     old_available.append(p)
@@ -412,6 +457,48 @@ class DaemonSetsController:
         if doomed:
             self.expectations.expect_deletions(key, [pod_key(p) for p in doomed])
             await self._delete(key, ds, doomed)
+
+    async def _surge(
+        self, key: str, ds: Object, desired: list[Object], by_node: dict[str, list[Object]], max_surge: int,
+        is_new: Callable[[Object], bool], min_ready: int, now: dt.datetime, revision_hash: str,
+    ) -> None:  # fmt: skip
+        old_to_delete: list[Object] = []
+        allowed: list[str] = []  # nodes whose old pod is unavailable: a new one may start at once
+        candidates: list[str] = []  # nodes whose old pod is available: a new one within maxSurge
+        surging = 0
+        for node in desired:
+            name = str(node["metadata"]["name"])
+            here = by_node.get(name, [])
+            new = [p for p in here if is_new(p)]
+            old = [p for p in here if not is_new(p)]
+            if len(new) > 1 or len(old) > 1:
+                surging += 1  # the manage loop tidies this node; count it as surging meanwhile
+                continue
+            if not old:
+                continue  # nothing to replace (a node without a pod is the manage loop's)
+            if not new:
+                (candidates if is_pod_available(old[0], min_ready, now) else allowed).append(name)
+            elif not is_pod_available(new[0], min_ready, now):
+                surging += 1  # waiting for the new pod to become available
+            else:
+                old_to_delete.append(old[0])
+        create = allowed + candidates[: max(0, min(max_surge - surging, len(candidates)))]
+        create = create[: self.burst_replicas]
+        namespace = str(ds["metadata"]["namespace"])
+        if old_to_delete:
+            self.expectations.expect_deletions(key, [pod_key(p) for p in old_to_delete])
+        self.expectations.expect_creations(key, len(create))
+        pending = iter(create)
+
+        async def make() -> None:
+            await self.pod_control.create_pod(namespace, self._pod(ds, next(pending), revision_hash), ds)
+
+        created, err = await slow_start_batch(len(create), SLOW_START_INITIAL_BATCH_SIZE, make)
+        for _ in range(len(create) - created):
+            self.expectations.creation_observed(key)
+        await self._delete(key, ds, old_to_delete)
+        if err is not None:
+            raise err
 
     async def _update_status(self, ds: dict[str, Any], pods: list[Object], revision_hash: str) -> None:
         min_ready = int((ds.get("spec") or {}).get("minReadySeconds") or 0)
