@@ -80,6 +80,11 @@ def test_expose_lists_exactly_the_ready_pods(cluster):
     assert s["ports"] == [{"name": "", "port": 8080, "protocol": "TCP"}]
     assert {e["addresses"][0] for e in s["endpoints"]} == ips
     assert all(e["conditions"] == {"ready": True, "serving": True, "terminating": False} for e in s["endpoints"])
+    # Pods already ready when the Service appeared: the first writes date from the Service's creation.
+    svc = kubectl_json(cluster, "get", "svc", "front")
+    trigger = "endpoints.kubernetes.io/last-change-trigger-time"
+    assert ep["metadata"]["annotations"][trigger] == svc["metadata"]["creationTimestamp"]
+    assert s["metadata"]["annotations"][trigger] == svc["metadata"]["creationTimestamp"]
     described = cluster.kubectl("describe", "svc", "front", check=True).stdout
     endpoints_line = next(line for line in described.splitlines() if line.startswith("Endpoints:"))
     assert all(f"{ip}:8080" in endpoints_line for ip in ips)

@@ -19,6 +19,7 @@ from ...client.cache.indexer import meta_namespace_key, split_meta_namespace_key
 from ...client.rest import RESTClient
 from ...client.workqueue import RateLimitingQueue
 from ..endpointutil import (
+    LAST_CHANGE_TRIGGER_TIME,
     Object,
     find_port,
     ip_family,
@@ -31,6 +32,7 @@ from ..endpointutil import (
     target_ref,
 )
 from ..podutil import is_pod_ready
+from ..trigger_time_tracker import TriggerTimeTracker, format_trigger_time
 from ..workers import queue_workers, run_workers
 
 log = logging.getLogger(__name__)
@@ -109,6 +111,7 @@ class EndpointsController:
         self.services = factory.informer_for("services")
         self.pods = factory.informer_for("pods")
         self.endpoints = factory.informer_for("endpoints")
+        self.trigger_times = TriggerTimeTracker()
         self.services.add_event_handler(
             on_add=lambda s, _initial: self._enqueue(s),
             on_update=lambda _o, s: self._enqueue(s),
@@ -134,16 +137,18 @@ class EndpointsController:
         tasks = queue_workers(self.queue, self.sync, "sync endpoints", self.workers)
         await run_workers(tasks, [self.queue])
 
-    def desired_subsets(self, svc: Object) -> list[dict[str, Any]]:
+    def _selected_pods(self, svc: Object) -> list[Object]:
         selector = service_selector(svc)
         if selector is None:
             return []
-        md = svc.get("metadata") or {}
+        namespace = str((svc.get("metadata") or {}).get("namespace") or "")
+        return [p for p in self.pods.indexer.by_index("namespace", namespace)
+                if selector.matches((p.get("metadata") or {}).get("labels") or {})]  # fmt: skip
+
+    def desired_subsets(self, svc: Object, selected: list[Object] | None = None) -> list[dict[str, Any]]:
         tolerate_unready = bool((svc.get("spec") or {}).get("publishNotReadyAddresses"))
         entries = []
-        for pod in self.pods.indexer.by_index("namespace", str(md.get("namespace") or "")):
-            if not selector.matches((pod.get("metadata") or {}).get("labels") or {}):
-                continue
+        for pod in self._selected_pods(svc) if selected is None else selected:
             if not should_pod_be_in_endpoints(pod, tolerate_unready):
                 continue
             family = service_family(svc, pod)
@@ -174,6 +179,7 @@ class EndpointsController:
         namespace, name = split_meta_namespace_key(key)
         svc = self.services.indexer.get_by_key(key)
         if svc is None:
+            self.trigger_times.forget(namespace, name)
             try:
                 await self.client.delete("endpoints", name, namespace)
             except errors.NotFound:
@@ -181,7 +187,9 @@ class EndpointsController:
             return
         if service_selector(svc) is None:
             return  # no selector: the user manages this Service's endpoints
-        subsets, truncated = truncate(self.desired_subsets(svc))
+        selected = self._selected_pods(svc)
+        trigger_time = self.trigger_times.compute(svc, selected)
+        subsets, truncated = truncate(self.desired_subsets(svc, selected))
         labels = service_labels(svc)
         current = self.endpoints.indexer.get_by_key(key)
         if current is not None:
@@ -198,6 +206,10 @@ class EndpointsController:
             ann[OVER_CAPACITY] = "truncated"
         else:
             ann.pop(OVER_CAPACITY, None)
+        if trigger_time is not None:
+            ann[LAST_CHANGE_TRIGGER_TIME] = format_trigger_time(trigger_time)
+        else:
+            ann.pop(LAST_CHANGE_TRIGGER_TIME, None)
         if not ann:
             ep["metadata"].pop("annotations")
         if subsets:

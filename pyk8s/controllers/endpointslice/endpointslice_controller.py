@@ -17,10 +17,11 @@ from ...api import errors
 from ...api.meta import json_copy, owner_reference
 from ...client.cache import SharedInformerFactory
 from ...client.cache.delta_fifo import deleted_object
-from ...client.cache.indexer import meta_namespace_key
+from ...client.cache.indexer import meta_namespace_key, split_meta_namespace_key
 from ...client.rest import RESTClient
 from ...client.workqueue import RateLimitingQueue
 from ..endpointutil import (
+    LAST_CHANGE_TRIGGER_TIME,
     Object,
     find_port,
     pod_ip_of_family,
@@ -32,6 +33,7 @@ from ..endpointutil import (
     target_ref,
 )
 from ..podutil import is_pod_ready
+from ..trigger_time_tracker import TriggerTimeTracker, format_trigger_time
 from ..workers import queue_workers, run_workers
 
 log = logging.getLogger(__name__)
@@ -62,6 +64,7 @@ class EndpointSliceController:
         self.pods = factory.informer_for("pods")
         self.nodes = factory.informer_for("nodes")
         self.slices = factory.informer_for(SLICES)
+        self.trigger_times = TriggerTimeTracker()
         self.services.add_event_handler(
             on_add=lambda s, _initial: self.queue.add(meta_namespace_key(s)),
             on_update=lambda _o, s: self.queue.add(meta_namespace_key(s)),
@@ -111,17 +114,21 @@ class EndpointSliceController:
                 ep["zone"] = zone
         return ep
 
-    def desired(self, svc: Object) -> dict[str, dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]]]:
-        """Per address type, per port set (its repr): (ports, endpoints)."""
+    def _selected_pods(self, svc: Object) -> list[Object]:
         selector = service_selector(svc)
         assert selector is not None
+        namespace = str((svc.get("metadata") or {}).get("namespace") or "")
+        return [p for p in self.pods.indexer.by_index("namespace", namespace)
+                if selector.matches((p.get("metadata") or {}).get("labels") or {})]  # fmt: skip
+
+    def desired(
+        self, svc: Object, selected: list[Object] | None = None
+    ) -> dict[str, dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]]]:
+        """Per address type, per port set (its repr): (ports, endpoints)."""
         spec = svc.get("spec") or {}
         families = list(spec.get("ipFamilies") or ["IPv4"])
         out: dict[str, dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]]] = {f: {} for f in families}
-        namespace = str((svc.get("metadata") or {}).get("namespace") or "")
-        for pod in self.pods.indexer.by_index("namespace", namespace):
-            if not selector.matches((pod.get("metadata") or {}).get("labels") or {}):
-                continue
+        for pod in self._selected_pods(svc) if selected is None else selected:
             if not should_pod_be_in_endpoints(pod, True):
                 continue
             ports = []
@@ -177,12 +184,16 @@ class EndpointSliceController:
     async def sync(self, key: str) -> None:
         svc = self.services.indexer.get_by_key(key)
         if svc is None or service_selector(svc) is None:
+            if svc is None:
+                self.trigger_times.forget(*split_meta_namespace_key(key))
             return  # deleted (its slices go with it: owner references) or not selecting pods
         namespace = str((svc.get("metadata") or {}).get("namespace") or "")
         existing = [s for s in self.slices.indexer.by_index("namespace", namespace) if _service_of(s) == key
                     and not (s.get("metadata") or {}).get("deletionTimestamp")]  # fmt: skip
         wanted: list[tuple[str, list[dict[str, Any]] | None, list[dict[str, Any]]]] = []
-        for family, groups in self.desired(svc).items():
+        selected = self._selected_pods(svc)
+        trigger_time = self.trigger_times.compute(svc, selected)
+        for family, groups in self.desired(svc, selected).items():
             if not groups:
                 wanted.append((family, None, []))  # the placeholder
                 continue
@@ -202,9 +213,21 @@ class EndpointSliceController:
             writes.append((match, self._slice(svc, family, ports, endpoints, match)))
         try:
             for base, body in writes:
+                if base is not None and self._same(base, body):
+                    continue
+                # Slices written in this sync say when the change behind them happened (none known: no annotation).
+                ann = body["metadata"].get("annotations") or {}
+                if trigger_time is not None:
+                    ann[LAST_CHANGE_TRIGGER_TIME] = format_trigger_time(trigger_time)
+                else:
+                    ann.pop(LAST_CHANGE_TRIGGER_TIME, None)
+                if ann:
+                    body["metadata"]["annotations"] = ann
+                else:
+                    body["metadata"].pop("annotations", None)
                 if base is None:
                     await self.client.create(SLICES, body, namespace)
-                elif not self._same(base, body):
+                else:
                     await self.client.update(SLICES, body, namespace)
         except errors.StatusError as err:
             if errors.has_status_cause(err, errors.NAMESPACE_TERMINATING_CAUSE):
