@@ -17,6 +17,8 @@ would, from source `kubelet` on the node's host, about each container (`fieldPat
 `Pulling`/`Pulled` the first time a node needs an image, "already present on machine" after that (and on every
 restart); `Created`, `Started`; `BackOff` when a restart waits; `Killing` when containers are stopped;
 `DeadlineExceeded` past `activeDeadlineSeconds`.
+
+A pod with PersistentVolumeClaims starts once they are Bound (`volume_manager`).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from .admission import AdmittedPods, admit
 from .container_model import annotation_error
 from .pod_lifecycle import DEADLINE_MESSAGE, DEADLINE_REASON, Action, PodSync, needs_pod_ip, sync_pod
 from .pod_status import pod_ip
+from .volume_manager import MOUNT_RETRY, claim_names, unmountable
 
 if TYPE_CHECKING:
     from .hollow_nodes import HollowNode
@@ -97,6 +100,7 @@ class PodWorkers:
         # The UIDs of pods being deleted whose containers this process stopped: a pod a finalizer holds is seen
         # again at each update, and is stopped (Killing, the final status) once.
         self._stopped: set[str] = set()
+        self._mount_waits: dict[str, str] = {}  # pods waiting for their claims, and why (logged once per reason)
 
     def _forget(self, pod: Any) -> None:
         obj = getattr(pod, "obj", pod)  # a tombstone carries the last state it knew
@@ -107,6 +111,7 @@ class PodWorkers:
                 self._admitted[node].remove(key)
             self._synced.pop(key, None)
             self._stopped.discard(str((obj.get("metadata") or {}).get("uid")))
+            self._mount_waits.pop(key, None)
 
     def _enqueue(self, pod: Mapping[str, Any]) -> None:
         if (pod.get("spec") or {}).get("nodeName") in self.nodes:
@@ -221,6 +226,16 @@ class PodWorkers:
                 if problem is not None:
                     self._event(node.spec.name, pod, "", "Warning", "InvalidSimulation", f"ignored: {problem}")
             admitted.add(key, pod)  # admitted now, or by this node's previous process
+        if not status.get("startTime") and claim_names(pod):
+            problem = await unmountable(self.client, pod)
+            if problem is not None:
+                # Not started until its claims are Bound (the pod stays Pending); the kubelet looks again.
+                if self._mount_waits.get(key) != problem:
+                    self._mount_waits[key] = problem
+                    log.info("pod %s waits for its volumes: %s", key, problem)
+                self.queue.add_after(key, MOUNT_RETRY)
+                return
+            self._mount_waits.pop(key, None)
         host_ip = node.spec.address
         result: PodSync | None = None
         for _ in range(_STEPS_PER_SYNC):

@@ -6,6 +6,7 @@ use, and a Bound volume, from disappearing; the PV controller's events as upstre
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
@@ -189,3 +190,17 @@ def test_default_storage_class_choice(classes, expected):
             for n, t, d in classes]  # fmt: skip
     chosen = default_class(objs)
     assert (chosen["metadata"]["name"] if chosen else None) == expected
+
+
+def test_pod_starts_once_its_claim_is_bound(cluster):
+    # Bound straight to a node, past the scheduler (which would wait for the claim itself): the kubelet waits.
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "mounter"},
+           "spec": {"nodeName": "dn-0", "containers": [{"name": "c", "image": "busybox"}],
+                    "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "late-claim"}}]}}  # fmt: skip
+    apply(cluster, pod)
+    time.sleep(3)  # a few of the kubelet's looks at the missing claim
+    status = kubectl_json(cluster, "get", "pod", "mounter")["status"]
+    assert status.get("phase") == "Pending" and not status.get("containerStatuses")
+    apply(cluster, pv("late-disk", cls="late"), pvc("late-claim", cls="late"))
+    wait_for("the pod Running", lambda: phase(cluster, "pod", "mounter") == "Running", timeout=40)
+    cluster.kubectl("delete", "pod", "mounter", "--wait=false", check=True)
