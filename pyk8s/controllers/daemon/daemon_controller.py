@@ -349,6 +349,13 @@ class DaemonSetsController:
                 delete += live
         for orphaned in by_node.values():  # pods for nodes that are gone
             delete += [p for p in orphaned if not (p.get("metadata") or {}).get("deletionTimestamp")]
+        await self._sync_nodes(key, ds, delete, create, revision_hash)
+
+    async def _sync_nodes(
+        self, key: str, ds: Object, delete: list[Object], create: list[str], revision_hash: str
+    ) -> None:
+        """Create a pod on each of the `create` nodes and delete `delete`, at most burst_replicas of each, under
+        expectations (upstream: syncNodes)."""
         create, delete = create[: self.burst_replicas], delete[: self.burst_replicas]
         namespace = str(ds["metadata"]["namespace"])
         if delete:
@@ -483,22 +490,7 @@ class DaemonSetsController:
             else:
                 old_to_delete.append(old[0])
         create = allowed + candidates[: max(0, min(max_surge - surging, len(candidates)))]
-        create = create[: self.burst_replicas]
-        namespace = str(ds["metadata"]["namespace"])
-        if old_to_delete:
-            self.expectations.expect_deletions(key, [pod_key(p) for p in old_to_delete])
-        self.expectations.expect_creations(key, len(create))
-        pending = iter(create)
-
-        async def make() -> None:
-            await self.pod_control.create_pod(namespace, self._pod(ds, next(pending), revision_hash), ds)
-
-        created, err = await slow_start_batch(len(create), SLOW_START_INITIAL_BATCH_SIZE, make)
-        for _ in range(len(create) - created):
-            self.expectations.creation_observed(key)
-        await self._delete(key, ds, old_to_delete)
-        if err is not None:
-            raise err
+        await self._sync_nodes(key, ds, old_to_delete, create, revision_hash)
 
     async def _update_status(self, ds: dict[str, Any], pods: list[Object], revision_hash: str) -> None:
         min_ready = int((ds.get("spec") or {}).get("minReadySeconds") or 0)
