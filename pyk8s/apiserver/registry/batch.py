@@ -12,6 +12,7 @@ from ...api.errors import FieldError
 from ...api.meta import Object
 from . import register
 from .apps import validate_selector_and_template
+from .batch_validation import validate_job_spec_policies, validate_job_spec_policies_update
 from .core import default_pod_spec
 from .strategy import Strategy, immutable
 
@@ -31,11 +32,17 @@ def default_job_spec(spec: Object) -> None:
         spec["completions"] = 1
         spec["parallelism"] = 1
     spec.setdefault("parallelism", 1)
-    spec.setdefault("backoffLimit", 6)
+    # With a back-off limit per index the Job-wide one is off unless set (upstream: math.MaxInt32).
+    spec.setdefault("backoffLimit", 2**31 - 1 if spec.get("backoffLimitPerIndex") is not None else 6)
     spec.setdefault("completionMode", "NonIndexed")
     spec.setdefault("suspend", False)
     # Upstream: Failed when a podFailurePolicy needs the pods' final state, else TerminatingOrFailed.
     spec.setdefault("podReplacementPolicy", "TerminatingOrFailed" if spec.get("podFailurePolicy") is None else "Failed")
+    policy = spec.get("podFailurePolicy")
+    for rule in (policy.get("rules") or []) if isinstance(policy, dict) else []:
+        for pattern in (rule.get("onPodConditions") or []) if isinstance(rule, dict) else []:
+            if isinstance(pattern, dict) and not pattern.get("status"):
+                pattern["status"] = "True"  # upstream's +default="True"
     template = spec.get("template")
     if isinstance(template, dict) and isinstance(template.get("spec"), dict):
         default_pod_spec(template["spec"])
@@ -52,9 +59,7 @@ def validate_job_spec(spec: Any, path: str = "spec") -> list[FieldError]:
         val = spec.get(k)
         if val is not None and (not isinstance(val, int) or val < 0):
             errs.append(e.invalid(f"{path}.{k}", val, "must be greater than or equal to 0"))
-    if spec.get("completionMode", "NonIndexed") not in ("NonIndexed", "Indexed"):
-        errs.append(e.not_supported(f"{path}.completionMode", spec.get("completionMode"), ("NonIndexed", "Indexed")))
-    return errs
+    return errs + validate_job_spec_policies(spec, path)
 
 
 @register("batch", "Job")
@@ -91,6 +96,7 @@ class JobStrategy(Strategy):
         errs += immutable(ns.get("selector"), os_.get("selector"), "spec.selector")
         errs += immutable(ns.get("completions"), os_.get("completions"), "spec.completions")
         errs += immutable(ns.get("completionMode"), os_.get("completionMode"), "spec.completionMode")
+        errs += validate_job_spec_policies_update(ns, os_)
         if ns.get("template") != os_.get("template") and not (
             os_.get("suspend") and not (old.get("status") or {}).get("startTime")
         ):
