@@ -8,14 +8,19 @@ Each sync of a Job (by `namespace/name`):
    `status.succeeded` / `status.failed` (for Indexed Jobs, `completedIndexes`). A deleted pod that had not
    succeeded counts as failed.
 3. The Job's outcome: enough successes (`completions`, or with none set any success once nothing runs) meet the
-   success criteria; more failures than `backoffLimit`, a pod matching a FailJob rule of `podFailurePolicy`, or
-   `activeDeadlineSeconds` past since `startTime`, set the failure target. As v1.32 does, the interim condition
-   (SuccessCriteriaMet / FailureTarget) comes first, active pods are deleted, and the terminal one (Complete with
-   `completionTime` / Failed) once no pod is left running or uncounted, with the `Completed` or failure event.
+   success criteria, as does a rule of an Indexed Job's `successPolicy` (success_policy.py); more failures than
+   `backoffLimit`, a pod matching a FailJob rule of `podFailurePolicy`, `activeDeadlineSeconds` past since
+   `startTime`, or, with `backoffLimitPerIndex`, more failed indexes than `maxFailedIndexes` or every index
+   done with some failed, set the failure target. As v1.32 does, the interim condition (SuccessCriteriaMet /
+   FailureTarget) comes first; then every pod's finalizer goes (those still running count as failed when the
+   Job failed), active pods are deleted, and the terminal condition (Complete with `completionTime` / Failed)
+   follows once no pod is left running or uncounted, with the `Completed` or failure event.
 4. Otherwise pods are created (from the template, in slow-start batches, at most 500 a sync) or deleted until
    `parallelism` (at most the completions still missing) run; a suspended Job runs none. After failures, new pods
-   wait 10 s * 2^(failures-1), at most 10 minutes.
-Not yet: backoffLimitPerIndex, successPolicy, the FailIndex action, managedBy.
+   wait 10 s * 2^(failures-1), at most 10 minutes (backoff_utils.py): per Job, or with `backoffLimitPerIndex`
+   per index, whose failures are counted in its pods' annotations and `status.failedIndexes`
+   (indexed_job_utils.py).
+Not yet: managedBy.
 """
 
 from __future__ import annotations
@@ -46,122 +51,40 @@ from ..expectations import UIDTrackingControllerExpectations
 from ..pod_control import SLOW_START_INITIAL_BATCH_SIZE, PodControl, pod_from_template, slow_start_batch
 from ..podutil import is_pod_ready, pod_key
 from ..workers import queue_workers, run_workers
+from . import success_policy
+from .backoff_utils import BackoffRecord, indexes_ready_to_create, new_backoff_record, remaining_time
 from .indexed_job_utils import (
     COMPLETION_INDEX_ANNOTATION,
     COMPLETION_INDEX_ENV,
+    INDEX_FAILURE_COUNT_ANNOTATION,
+    INDEX_IGNORED_FAILURE_COUNT_ANNOTATION,
+    MAX_INT32,
     completion_index,
     first_pending_indexes,
     format_indexes,
+    has_backoff_limit_per_index,
+    new_index_failure_counts,
     parse_indexes,
 )
 from .pod_failure_policy import match_pod_failure_policy
+from .tracking_utils import TRACKING_FINALIZER, SyncContext, count_pods, count_rest
+from .tracking_utils import uid as pod_uid
+from .utils import (
+    condition,
+    is_finished,
+    new_condition,
+    only_replace_failed_pods,
+    past_backoff_limit_on_failure,
+    set_condition,
+)
 
 log = logging.getLogger(__name__)
 
 Object = Mapping[str, Any]
 
 JOBS = "jobs.batch"
-TRACKING_FINALIZER = "batch.kubernetes.io/job-tracking"
 MAX_POD_CREATE_DELETE_PER_SYNC = 500
-MAX_UNCOUNTED_PODS = 500
-DEFAULT_BACKOFF = 10.0
-MAX_BACKOFF = 600.0
-
-
-def _condition(job: Object, type_: str) -> Object | None:
-    for c in (job.get("status") or {}).get("conditions") or ():
-        if c.get("type") == type_ and c.get("status") == "True":
-            return c
-    return None
-
-
-def is_finished(job: Object) -> bool:
-    return _condition(job, "Complete") is not None or _condition(job, "Failed") is not None
-
-
-def _new_condition(type_: str, status: str, reason: str, message: str, now: dt.datetime) -> dict[str, Any]:
-    t = rfc3339(now)
-    return {"type": type_, "status": status, "lastProbeTime": t, "lastTransitionTime": t, "reason": reason,
-            "message": message}  # fmt: skip
-
-
-def _set_condition(status: dict[str, Any], cond: dict[str, Any]) -> bool:
-    """Add or replace the condition of its type; an unchanged status keeps its transition time. Answers whether
-    anything changed."""
-    conds = list(status.get("conditions") or [])
-    for i, c in enumerate(conds):
-        if c.get("type") != cond["type"]:
-            continue
-        if (
-            c.get("status") == cond["status"]
-            and c.get("reason") == cond["reason"]
-            and c.get("message") == cond["message"]
-        ):
-            return False
-        if c.get("status") == cond["status"]:
-            cond = {**cond, "lastTransitionTime": c.get("lastTransitionTime")}
-        conds[i] = cond
-        status["conditions"] = conds
-        return True
-    status["conditions"] = [*conds, cond]
-    return True
-
-
-def is_pod_failed(pod: Object, job: Object) -> bool:
-    """Failed, or (unless only failed pods are replaced) deleted before succeeding (upstream: isPodFailed)."""
-    phase = (pod.get("status") or {}).get("phase")
-    if phase == "Failed":
-        return True
-    if only_replace_failed_pods(job):
-        return False
-    return bool((pod.get("metadata") or {}).get("deletionTimestamp")) and phase != "Succeeded"
-
-
-def only_replace_failed_pods(job: Object) -> bool:
-    """Whether a pod being deleted is neither counted nor replaced until it has failed: podReplacementPolicy
-    Failed, or a podFailurePolicy (which needs the exit codes) (upstream: onlyReplaceFailedPods)."""
-    spec = job.get("spec") or {}
-    return spec.get("podReplacementPolicy") == "Failed" or spec.get("podFailurePolicy") is not None
-
-
-def backoff_remaining(failures: int, last_failure: dt.datetime | None, now: dt.datetime) -> float:
-    """Seconds before the next pod may start: 10 s * 2^(failures-1), at most 10 minutes, from the last failure."""
-    if failures <= 0 or last_failure is None:
-        return 0.0
-    delay = min(DEFAULT_BACKOFF * 2 ** min(failures - 1, 16), MAX_BACKOFF)  # capped before it can overflow
-    return max(0.0, delay - (now - last_failure).total_seconds())
-
-
-def _past_backoff_limit_on_failure(job: Object, pods: Sequence[Object], limit: int) -> bool:
-    """With restartPolicy OnFailure pods do not fail, their containers restart: the restarts of the running pods
-    count against backoffLimit (upstream: pastBackoffLimitOnFailure)."""
-    template = ((job.get("spec") or {}).get("template") or {}).get("spec") or {}
-    if template.get("restartPolicy") != "OnFailure":
-        return False
-    restarts = 0
-    for pod in pods:
-        status = pod.get("status") or {}
-        if status.get("phase") not in ("Pending", "Running"):
-            continue
-        for c in [*(status.get("initContainerStatuses") or ()), *(status.get("containerStatuses") or ())]:
-            restarts += int(c.get("restartCount") or 0)
-    return restarts > 0 if limit == 0 else restarts >= limit
-
-
-def _finish_time(pod: Object) -> dt.datetime | None:
-    """When the pod's last container finished (or, lacking that, its Ready condition changed)."""
-    latest = None
-    status = pod.get("status") or {}
-    for c in [*(status.get("containerStatuses") or ()), *(status.get("initContainerStatuses") or ())]:
-        raw = ((c.get("state") or {}).get("terminated") or {}).get("finishedAt")
-        if raw:
-            t = parse_time(str(raw))
-            latest = t if latest is None or t > latest else latest
-    if latest is None:
-        for c in status.get("conditions") or ():
-            if c.get("type") == "Ready" and c.get("lastTransitionTime"):
-                latest = parse_time(str(c["lastTransitionTime"]))
-    return latest
+SYNC_JOB_BATCH_PERIOD = 1.0  # seconds
 
 
 class JobController:
@@ -177,14 +100,15 @@ class JobController:
         # Pods whose finalizer this controller removed, by Job key, until the informer shows them without it:
         # the informer lags, and a pod seen again with its finalizer must not be counted twice.
         self.finalizers_removed: dict[str, set[str]] = {}
-        # Per Job key: (failures since the last success, when the last one happened).
-        self.backoff: dict[str, tuple[int, dt.datetime | None]] = {}
+        # Per Job key: failures since the last success, and when the latest happened (not with
+        # backoffLimitPerIndex, whose indexes keep their counts in their pods).
+        self.backoff: dict[str, BackoffRecord] = {}
         self.jobs = factory.informer_for(JOBS)
         self.pods = factory.informer_for("pods")
         add_pod_controller_uid_indexer(self.pods.indexer)
         self.jobs.add_event_handler(
             on_add=lambda j, _initial: self.queue.add(meta_namespace_key(j)),
-            on_update=lambda _o, j: self.queue.add(meta_namespace_key(j)),
+            on_update=self._job_updated,
             on_delete=self._job_deleted,
         )
         self.pods.add_event_handler(
@@ -200,6 +124,15 @@ class JobController:
         await run_workers(tasks, [self.queue, self.orphans], self.broadcaster)
 
     # -- event handlers ---------------------------------------------------------------------------------
+
+    def _job_updated(self, old: Object, new: Object) -> None:
+        # A new spec is acted on at once; a status change (mostly this controller's own writes) joins the batch
+        # of pod changes (upstream: updateJob).
+        key = meta_namespace_key(new)
+        if (old.get("metadata") or {}).get("generation") == (new.get("metadata") or {}).get("generation"):
+            self.queue.add_after(key, SYNC_JOB_BATCH_PERIOD)
+        else:
+            self.queue.add(key)
 
     def _job_deleted(self, obj: Any) -> None:
         job = deleted_object(obj)
@@ -230,7 +163,9 @@ class JobController:
             self.expectations.deletion_observed(key, pod_key(pod))
         if deleted or TRACKING_FINALIZER not in (md.get("finalizers") or ()):
             self.finalizers_removed.get(key, set()).discard(str(md.get("uid")))
-        self.queue.add(key)
+        # Pod changes come in bursts: one sync a second takes them together, and by then the informer holds the
+        # Job as this controller last wrote it (upstream: enqueueSyncJobBatched, syncJobBatchPeriod).
+        self.queue.add_after(key, SYNC_JOB_BATCH_PERIOD)
 
     def _orphaned(self, pod: Object) -> bool:
         """A pod with the tracking finalizer that no unfinished Job controls any more (upstream: the orphan
@@ -257,119 +192,63 @@ class JobController:
         job: dict[str, Any] = json_copy(cached)
         pods = await self._claim(job)
         if is_finished(job):
+            self.backoff.pop(key, None)
             await self._remove_finalizers(key, [p for p in pods if TRACKING_FINALIZER in self._finalizers(p)])
             return
         now = dt.datetime.now(dt.UTC)
         spec, status = job.get("spec") or {}, job.setdefault("status", {})
         indexed = spec.get("completionMode") == "Indexed"
-        completions = spec.get("completions")
+        per_index = has_backoff_limit_per_index(job)
         suspended = bool(spec.get("suspend"))
-        active_pods = [p for p in pods if is_pod_active(p)]
-        terminating = [p for p in pods if (p.get("metadata") or {}).get("deletionTimestamp")
-                       and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]  # fmt: skip
 
         # Count finished pods (step 2): newly finished ones join uncountedTerminatedPods.
-        uncounted = status.get("uncountedTerminatedPods") or {}
-        unc_ok, unc_failed = set(uncounted.get("succeeded") or ()), set(uncounted.get("failed") or ())
-        removed = self.finalizers_removed.get(key, set())
-        ignored: set[str] = set()  # finished pods whose finalizer goes without their being counted
-        fail_job_message: str | None = None
-        failures, last_failure = self.backoff.get(key, (0, None))
-        succeeded_idx = parse_indexes(status.get("completedIndexes"), int(completions or 0)) if indexed else set()
-        for pod in pods:
-            md = pod.get("metadata") or {}
-            uid = str(md.get("uid"))
-            if TRACKING_FINALIZER not in self._finalizers(pod) or uid in removed or uid in unc_ok | unc_failed:
-                continue
-            if len(unc_ok) + len(unc_failed) >= MAX_UNCOUNTED_PODS:
-                break
-            phase = (pod.get("status") or {}).get("phase")
-            if phase == "Succeeded":
-                idx = completion_index(pod)
-                if indexed and (
-                    idx is None or idx in succeeded_idx or (completions is not None and idx >= completions)
-                ):
-                    ignored.add(uid)  # a second success of an index, or an index out of range: not counted
-                    continue
-                unc_ok.add(uid)
-                failures = 0
-            elif is_pod_failed(pod, job):
-                message, counts, _ = match_pod_failure_policy(spec.get("podFailurePolicy"), pod)
-                if message is not None and fail_job_message is None:
-                    fail_job_message = message
-                if counts:
-                    unc_failed.add(uid)
-                    failures += 1
-                    last_failure = _finish_time(pod) or now
-                else:
-                    ignored.add(uid)  # ignored by the policy: only its finalizer goes
-        self.backoff[key] = (failures, last_failure)
-
-        succeeded = int(status.get("succeeded") or 0) + len(unc_ok)
-        failed = int(status.get("failed") or 0) + len(unc_failed)
-        if indexed:
-            for pod in pods:
-                if str((pod.get("metadata") or {}).get("uid")) in unc_ok and (i := completion_index(pod)) is not None:
-                    succeeded_idx.add(i)
-            succeeded = len(succeeded_idx)
+        ctx = count_pods(job, pods, self.finalizers_removed.get(key, set()))
+        if not per_index:
+            # Kept once the status with these pods is written (_track_finished), lest a retry count them twice.
+            ctx.backoff = new_backoff_record(self.backoff.get(key, BackoffRecord()), ctx.newly_succeeded,
+                                             ctx.newly_failed)  # fmt: skip
+        succeeded = len(ctx.succeeded_idx) if indexed else int(status.get("succeeded") or 0) + len(ctx.unc_ok)
+        policy = spec.get("podFailurePolicy")
+        failed = int(status.get("failed") or 0) + len(ctx.unc_failed)
+        failed += sum(1 for p in ctx.held if match_pod_failure_policy(policy, p)[1])
 
         # The outcome (step 3).
-        finished_cond = _condition(job, "SuccessCriteriaMet") or _condition(job, "FailureTarget")
+        finished_cond = condition(job, "SuccessCriteriaMet") or condition(job, "FailureTarget")
         if finished_cond is None:
-            raw_limit = spec.get("backoffLimit")
-            backoff_limit = 6 if raw_limit is None else int(raw_limit)
-            deadline = spec.get("activeDeadlineSeconds")
-            start = parse_time(status["startTime"]) if status.get("startTime") else None
-            if fail_job_message is not None:
-                finished_cond = _new_condition("FailureTarget", "True", "PodFailurePolicy", fail_job_message, now)
-            elif failed > backoff_limit or _past_backoff_limit_on_failure(job, pods, backoff_limit):
-                finished_cond = _new_condition("FailureTarget", "True", "BackoffLimitExceeded",
-                                               "Job has reached the specified backoff limit", now)  # fmt: skip
-            elif (
-                deadline is not None
-                and start is not None
-                and not suspended
-                and ((now - start).total_seconds() >= int(deadline))
-            ):
-                finished_cond = _new_condition("FailureTarget", "True", "DeadlineExceeded",
-                                               "Job was active longer than specified deadline", now)  # fmt: skip
-            else:
-                running = len(active_pods)
-                complete = (succeeded > 0 and running == 0) if completions is None else succeeded >= int(completions)
-                if complete:
-                    finished_cond = _new_condition("SuccessCriteriaMet", "True", "CompletionsReached",
-                                                   "Reached expected number of succeeded pods", now)  # fmt: skip
+            finished_cond = self._outcome(job, ctx, pods, succeeded, failed, now)
             if finished_cond is not None:
-                _set_condition(status, finished_cond)
-
+                set_condition(status, finished_cond)
         if finished_cond is not None:
+            count_rest(job, ctx, failing=finished_cond["type"] == "FailureTarget")
             # Nothing new starts; what still runs is stopped.
-            await self._delete_pods(key, job, active_pods, len(active_pods))
+            await self._delete_pods(key, job, ctx.active, len(ctx.active), ctx)
         elif suspended:
-            await self._delete_pods(key, job, active_pods, len(active_pods))
+            await self._delete_pods(key, job, ctx.active, len(ctx.active), ctx)
         elif job["metadata"].get("deletionTimestamp"):
             pass  # being deleted: its pods go with it, none is made
         elif self.expectations.satisfied(key):
-            wait = backoff_remaining(failures, last_failure, now)
+            wait = remaining_time(ctx.backoff.failures, ctx.backoff.last_failure, now)
             if wait > 0:
                 self.queue.add_after(key, wait)
             else:
-                await self._manage(key, job, active_pods, succeeded, succeeded_idx, len(terminating))
+                await self._manage(key, job, ctx, succeeded, now)
 
         # Status (and then the finalizers).
-        active_now = [p for p in self._pods_now(job) if is_pod_active(p)]
+        active_now = [p for p in self._pods_now(job) if is_pod_active(p) and pod_uid(p) not in ctx.deleted]
         # As the Go type encodes them: `active` only when not zero, `ready` and `terminating` always.
         status["active"] = len(active_now)
         if not status["active"]:
             status.pop("active")
         status["ready"] = sum(1 for p in active_now if is_pod_ready(p))
-        status["terminating"] = len(terminating)
+        status["terminating"] = len(ctx.terminating) + len(ctx.deleted)
+        if per_index:
+            status["failedIndexes"] = format_indexes(ctx.failed_idx)
         if suspended:
-            if _set_condition(status, _new_condition("Suspended", "True", "JobSuspended", "Job suspended", now)):
+            if set_condition(status, new_condition("Suspended", "True", "JobSuspended", "Job suspended", now)):
                 self.recorder.event(job, "Normal", "Suspended", "Job suspended")
         else:
-            if _condition(job, "Suspended") is not None:
-                _set_condition(status, _new_condition("Suspended", "False", "JobResumed", "Job resumed", now))
+            if condition(job, "Suspended") is not None:
+                set_condition(status, new_condition("Suspended", "False", "JobResumed", "Job resumed", now))
                 self.recorder.event(job, "Normal", "Resumed", "Job resumed")
                 # activeDeadlineSeconds counts continuous activity: it starts again on resume.
                 status["startTime"] = rfc3339(now)
@@ -379,7 +258,56 @@ class JobController:
             if deadline is not None and finished_cond is None:
                 left = int(deadline) - (now - parse_time(status["startTime"])).total_seconds()
                 self.queue.add_after(key, max(left, 0.0))
-        await self._track_finished(key, job, cached, pods, unc_ok, unc_failed, ignored, indexed)
+        await self._track_finished(key, job, cached, pods, ctx, indexed)
+
+    def _outcome(
+        self, job: Object, ctx: SyncContext, pods: Sequence[Object], succeeded: int, failed: int, now: dt.datetime
+    ) -> dict[str, Any] | None:
+        """The interim condition the Job has just earned, if any, in upstream's order of precedence (syncJob)."""
+        spec, status = job.get("spec") or {}, job.get("status") or {}
+        completions = spec.get("completions")
+        # The API server's default: 6, or no limit at all when each index has one.
+        raw_limit = spec.get("backoffLimit")
+        backoff_limit = (
+            int(raw_limit) if raw_limit is not None else MAX_INT32 if has_backoff_limit_per_index(job) else 6
+        )
+        deadline = spec.get("activeDeadlineSeconds")
+        start = parse_time(status["startTime"]) if status.get("startTime") else None
+
+        def failure(reason: str, message: str) -> dict[str, Any]:
+            return new_condition("FailureTarget", "True", reason, message, now)
+
+        if ctx.fail_job_message is not None:
+            return failure("PodFailurePolicy", ctx.fail_job_message)
+        if failed > backoff_limit or past_backoff_limit_on_failure(job, pods, backoff_limit):
+            return failure("BackoffLimitExceeded", "Job has reached the specified backoff limit")
+        if (
+            deadline is not None
+            and start is not None
+            and not spec.get("suspend")
+            and ((now - start).total_seconds() >= int(deadline))
+        ):
+            return failure("DeadlineExceeded", "Job was active longer than specified deadline")
+        if has_backoff_limit_per_index(job):
+            max_failed = spec.get("maxFailedIndexes")
+            if max_failed is not None and len(ctx.failed_idx) > int(max_failed):
+                return failure(
+                    "MaxFailedIndexesExceeded", "Job has exceeded the specified maximal number of failed indexes"
+                )
+            if ctx.failed_idx and len(ctx.failed_idx) + len(ctx.succeeded_idx) >= int(completions or 0):
+                return failure("FailedIndexes", "Job has failed indexes")
+        if spec.get("completionMode") == "Indexed":
+            message = success_policy.match_success_policy(
+                spec.get("successPolicy"), int(completions or 0), ctx.succeeded_idx
+            )
+            if message is not None:
+                return new_condition("SuccessCriteriaMet", "True", success_policy.REASON, message, now)
+        complete = (succeeded > 0 and not ctx.active) if completions is None else succeeded >= int(completions)
+        if complete:
+            return new_condition(
+                "SuccessCriteriaMet", "True", "CompletionsReached", "Reached expected number of succeeded pods", now
+            )
+        return None
 
     def _finalizers(self, pod: Object) -> Sequence[str]:
         return (pod.get("metadata") or {}).get("finalizers") or ()
@@ -402,11 +330,10 @@ class JobController:
                                        recheck_deletion(fresh, "Job", job), finalizers=[TRACKING_FINALIZER])  # fmt: skip
         return await manager.claim(pods_by_owner(self.pods.indexer, job, include_orphans=True))
 
-    async def _manage(
-        self, key: str, job: Object, active: list[Object], succeeded: int, succeeded_idx: set[int], terminating: int
-    ) -> None:
+    async def _manage(self, key: str, job: Object, ctx: SyncContext, succeeded: int, now: dt.datetime) -> None:
         """Create or delete pods so that as many run as parallelism asks and completions still need."""
         spec = job.get("spec") or {}
+        active = ctx.active
         raw_parallelism = spec.get("parallelism")
         parallelism = 1 if raw_parallelism is None else int(raw_parallelism)
         completions = spec.get("completions")
@@ -415,26 +342,33 @@ class JobController:
         else:
             want = max(0, min(int(completions) - succeeded, parallelism))
         if len(active) > want:
-            await self._delete_pods(key, job, active, len(active) - want)
+            await self._delete_pods(key, job, active, len(active) - want, ctx)
             return
         # Pods still terminating take their place until they have failed, when only failed pods are replaced.
-        diff = min(
-            want - len(active) - (terminating if only_replace_failed_pods(job) else 0), MAX_POD_CREATE_DELETE_PER_SYNC
-        )
+        waiting = ctx.terminating if only_replace_failed_pods(job) else []
+        diff = min(want - len(active) - len(waiting), MAX_POD_CREATE_DELETE_PER_SYNC)
         if diff <= 0:
             return
         indexes: list[int | None] = [None] * diff
         if spec.get("completionMode") == "Indexed":
-            running = {i for p in active if (i := completion_index(p)) is not None}
-            indexes = list(first_pending_indexes(running, succeeded_idx, diff, int(completions or 0)))
+            busy = {i for p in [*active, *waiting] if (i := completion_index(p)) is not None}
+            pending = first_pending_indexes(busy, ctx.succeeded_idx | ctx.failed_idx, diff, int(completions or 0))
+            if has_backoff_limit_per_index(job):
+                # Each index waits out its own back-off; the Job looks again when the next one is over.
+                pending, wait = indexes_ready_to_create(pending, ctx.delayed, now)
+                if wait > 0:
+                    self.queue.add_after(key, wait)
+            indexes = list(pending)
             diff = len(indexes)
             if not diff:
                 return
         self.expectations.expect_creations(key, diff)
-        pending = iter(indexes)
+        todo = iter(indexes)
 
         async def create() -> None:
-            await self.pod_control.create_pod(str(job["metadata"]["namespace"]), self._pod(job, next(pending)), job)
+            index = next(todo)
+            pod = self._pod(job, index, ctx.delayed.get(index) if index is not None else None)
+            await self.pod_control.create_pod(str(job["metadata"]["namespace"]), pod, job)
 
         created, err = await slow_start_batch(diff, SLOW_START_INITIAL_BATCH_SIZE, create)
         for _ in range(diff - created):
@@ -442,15 +376,23 @@ class JobController:
         if err is not None:
             raise err
 
-    def _pod(self, job: Object, index: int | None) -> dict[str, Any]:
+    def _pod(self, job: Object, index: int | None, replaced: Object | None) -> dict[str, Any]:
+        """A new pod from the template; for an Indexed Job, of `index`, replacing the index's last failed pod
+        `replaced` (whose failure count it carries on, with backoffLimitPerIndex)."""
         md = job.get("metadata") or {}
         pod = pod_from_template((job.get("spec") or {}).get("template") or {}, job, owner_reference(job))
         pmd = pod["metadata"]
         pmd["finalizers"] = [*(pmd.get("finalizers") or []), TRACKING_FINALIZER]
         if index is not None:
             pmd["generateName"] = f"{md.get('name')}-{index}-"
-            pmd.setdefault("annotations", {})[COMPLETION_INDEX_ANNOTATION] = str(index)
+            annotations = pmd.setdefault("annotations", {})
+            annotations[COMPLETION_INDEX_ANNOTATION] = str(index)
             pmd.setdefault("labels", {})[COMPLETION_INDEX_ANNOTATION] = str(index)
+            if has_backoff_limit_per_index(job):
+                failures, ignored = new_index_failure_counts(job, replaced)
+                annotations[INDEX_FAILURE_COUNT_ANNOTATION] = str(failures)
+                if ignored:
+                    annotations[INDEX_IGNORED_FAILURE_COUNT_ANNOTATION] = str(ignored)
             pod["spec"].setdefault("hostname", f"{md.get('name')}-{index}")
             env = {"name": COMPLETION_INDEX_ENV, "valueFrom": {"fieldRef": {
                 "fieldPath": f"metadata.labels['{COMPLETION_INDEX_ANNOTATION}']"}}}  # fmt: skip
@@ -459,15 +401,25 @@ class JobController:
                     c["env"] = [*(c.get("env") or []), env]
         return pod
 
-    async def _delete_pods(self, key: str, job: Object, pods: list[Object], n: int) -> None:
+    async def _delete_pods(self, key: str, job: Object, pods: list[Object], n: int, ctx: SyncContext) -> None:
+        """Delete `n` of `pods`, the least advanced first; those deleted count as terminating from now on
+        (`ctx.deleted`), as upstream counts them, though the informer has not shown it yet."""
         if n <= 0:
             return
         doomed = deletion_order(pods, [0] * len(pods), dt.datetime.now(dt.UTC))[
             : min(n, MAX_POD_CREATE_DELETE_PER_SYNC)
         ]
         self.expectations.expect_deletions(key, [pod_key(p) for p in doomed])
-        await self.pod_control.delete_pods(str(job["metadata"]["namespace"]), doomed, job,
-                                           lambda pod: self.expectations.deletion_observed(key, pod_key(pod)))  # fmt: skip
+        kept: set[str] = set()
+
+        def not_deleted(pod: Object) -> None:
+            kept.add(pod_uid(pod))
+            self.expectations.deletion_observed(key, pod_key(pod))
+
+        try:
+            await self.pod_control.delete_pods(str(job["metadata"]["namespace"]), doomed, job, not_deleted)
+        finally:
+            ctx.deleted |= {pod_uid(p) for p in doomed} - kept
 
     async def _patch_out_finalizer(self, namespace: str, name: str, uid: str = "") -> None:
         """Remove only the tracking finalizer, whatever else the list holds by then (a strategic merge patch's
@@ -498,11 +450,13 @@ class JobController:
         await asyncio.gather(*(one(p) for p in pods))
         return done
 
-    async def _track_finished(self, key: str, job: dict[str, Any], cached: Object, pods: list[Object],
-                              unc_ok: set[str], unc_failed: set[str], ignored: set[str], indexed: bool) -> None:  # fmt: skip
+    async def _track_finished(
+        self, key: str, job: dict[str, Any], cached: Object, pods: list[Object], ctx: SyncContext, indexed: bool
+    ) -> None:
         """Write the status with the newly finished pods uncounted, remove their finalizers, then count them, and
         finish the Job once nothing runs (upstream: trackJobStatusAndRemoveFinalizers, enactJobFinished)."""
         status = job["status"]
+        unc_ok, unc_failed, ignored = ctx.unc_ok, ctx.unc_failed, ctx.ignored
         if unc_ok or unc_failed:
             status["uncountedTerminatedPods"] = {
                 k: sorted(v) for k, v in (("succeeded", unc_ok), ("failed", unc_failed)) if v
@@ -510,6 +464,7 @@ class JobController:
         else:
             status.pop("uncountedTerminatedPods", None)
         written = await self._write_status(job, cached.get("status") or {})
+        self.backoff[key] = ctx.backoff
         by_uid = {str((p.get("metadata") or {}).get("uid")): p for p in pods}
         to_release = [p for uid, p in by_uid.items() if (uid in unc_ok | unc_failed or uid in ignored)
                       and TRACKING_FINALIZER in self._finalizers(p)]  # fmt: skip
@@ -543,8 +498,9 @@ class JobController:
 
     async def _finish_if_done(self, job: dict[str, Any]) -> None:
         status = job["status"]
-        interim = _condition(job, "SuccessCriteriaMet") or _condition(job, "FailureTarget")
-        if interim is None or status.get("uncountedTerminatedPods"):
+        interim = condition(job, "SuccessCriteriaMet") or condition(job, "FailureTarget")
+        # Pods this sync deleted, or seen terminating, end first (upstream: enactJobFinished's terminating count).
+        if interim is None or status.get("uncountedTerminatedPods") or status.get("terminating"):
             return
         still = [p for p in self._pods_now(job)
                  if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]  # fmt: skip
@@ -552,11 +508,11 @@ class JobController:
             return
         now = dt.datetime.now(dt.UTC)
         if interim["type"] == "SuccessCriteriaMet":
-            _set_condition(status, _new_condition("Complete", "True", interim["reason"], interim["message"], now))
+            set_condition(status, new_condition("Complete", "True", interim["reason"], interim["message"], now))
             status["completionTime"] = rfc3339(now)
             self.recorder.event(job, "Normal", "Completed", "Job completed")
         else:
-            _set_condition(status, _new_condition("Failed", "True", interim["reason"], interim["message"], now))
+            set_condition(status, new_condition("Failed", "True", interim["reason"], interim["message"], now))
             self.recorder.event(job, "Warning", str(interim["reason"]), str(interim["message"]))
 
     async def _write_status(self, job: dict[str, Any], last: Object) -> Object:

@@ -1,8 +1,9 @@
 """A Job's podFailurePolicy (upstream: pkg/controller/job/pod_failure_policy.go): the first rule that matches a
-failed pod decides what its failure means: `FailJob` fails the whole Job at once, `Ignore` does not count it
-against backoffLimit, `Count` counts it (`FailIndex` is not supported yet and counts too). A rule matches on a
-container's exit code (`onExitCodes`: one container, or any, whose terminated exit code is `In`/`NotIn` the
-values; exit code 0 never matches) or on a pod condition (`onPodConditions`, e.g. DisruptionTarget)."""
+failed pod decides what its failure means: `FailJob` fails the whole Job at once, `FailIndex` fails the pod's
+index at once (Indexed Jobs with backoffLimitPerIndex, which the API server requires for it), `Ignore` does not
+count it against backoffLimit or backoffLimitPerIndex, `Count` counts it. A rule matches on a container's exit
+code (`onExitCodes`: one container, or any, whose terminated exit code is `In`/`NotIn` the values; exit code 0
+never matches) or on a pod condition (`onPodConditions`, e.g. DisruptionTarget)."""
 
 from __future__ import annotations
 
@@ -33,8 +34,9 @@ def _exit_code_match(pod: Object, rule: Object) -> str | None:
 
 
 def _condition_match(pod: Object, rule: Object) -> str | None:
-    for pattern in rule.get("onPodConditions") or ():
-        for cond in (pod.get("status") or {}).get("conditions") or ():
+    # The pod's conditions in their order, as upstream looks: the first that some pattern matches is named.
+    for cond in (pod.get("status") or {}).get("conditions") or ():
+        for pattern in rule.get("onPodConditions") or ():
             if cond.get("type") == pattern.get("type") and cond.get("status") == (pattern.get("status") or "True"):
                 return f"Pod {_pod_key(pod)} has condition {cond.get('type')}"
     return None
@@ -58,5 +60,8 @@ def match_pod_failure_policy(policy: Object | None, pod: Object) -> tuple[str | 
             return f"{what} matching FailJob rule at index {i}", True, action
         if action == "Ignore":
             return None, False, action
-        return None, True, action
+        if action in ("FailIndex", "Count"):
+            return None, True, action
+        # An action this controller does not know (an API server that allowed it) matches nothing: the next
+        # rule is tried, as upstream's switch falls through.
     return None, True, None
