@@ -35,6 +35,7 @@ from .namespace import NamespaceController
 from .nodeipam import NodeIpamController
 from .nodelifecycle import NodeLifecycleController
 from .nodelifecycle.zones import EvictionRates
+from .podautoscaler import HorizontalController
 from .podgc import DEFAULT_TERMINATED_POD_GC_THRESHOLD, PodGCController
 from .replicaset import ReplicaSetController
 from .replication import replication_manager
@@ -81,6 +82,7 @@ def new_controller_initializers() -> dict[str, Initializer]:
             c, f, workers=o.get("concurrent_daemonset_syncs", 2)
         ),
         "disruption-controller": lambda c, f, o: DisruptionController(c, f),
+        "horizontal-pod-autoscaler-controller": _horizontal_pod_autoscaler,
         "statefulset-controller": lambda c, f, o: StatefulSetController(
             c, f, workers=o.get("concurrent_statefulset_syncs", 5)
         ),
@@ -123,6 +125,17 @@ def _node_lifecycle(c: RESTClient, f: SharedInformerFactory, o: dict[str, Any]) 
     )  # fmt: skip
 
 
+def _horizontal_pod_autoscaler(c: RESTClient, f: SharedInformerFactory, o: dict[str, Any]) -> HorizontalController:
+    return HorizontalController(
+        c, f, workers=o.get("concurrent_horizontal_pod_autoscaler_syncs", 5),
+        sync_period=o.get("horizontal_pod_autoscaler_sync_period", 15.0),
+        tolerance=o.get("horizontal_pod_autoscaler_tolerance", 0.1),
+        downscale_stabilization=o.get("horizontal_pod_autoscaler_downscale_stabilization", 300.0),
+        cpu_initialization_period=o.get("horizontal_pod_autoscaler_cpu_initialization_period", 300.0),
+        delay_of_initial_readiness_status=o.get("horizontal_pod_autoscaler_initial_readiness_delay", 30.0),
+    )  # fmt: skip
+
+
 def _root_ca_publisher(c: RESTClient, f: SharedInformerFactory, o: dict[str, Any]) -> RootCACertPublisher | None:
     """The CA bundle is --root-ca-file's, else the one this manager trusts the API server with (as upstream)."""
     path = o.get("root_ca_file") or c.config.ca_file
@@ -158,6 +171,7 @@ ALIASES = {
     "cronjob": "cronjob-controller",
     "statefulset": "statefulset-controller",
     "disruption": "disruption-controller",
+    "horizontalpodautoscaling": "horizontal-pod-autoscaler-controller",
     "daemonset": "daemonset-controller",
     "ttl-after-finished": "ttl-after-finished-controller",
     "serviceaccount": "serviceaccount-controller",

@@ -1,7 +1,8 @@
 """The controller manager's flags, named and defaulted as kube-controller-manager v1.32's
 (cmd/kube-controller-manager/app/options: the workers of each controller, `--concurrent_rc_syncs` with upstream's
-underscores, nodelifecyclecontroller.go, nodeipamcontroller.go, podgccontroller.go, endpointslicecontroller.go,
-and the shared --allocate-node-cidrs / --cluster-cidr), turned into the options the controller initializers read.
+underscores, hpacontroller.go, nodelifecyclecontroller.go, nodeipamcontroller.go, podgccontroller.go,
+endpointslicecontroller.go, and the shared --allocate-node-cidrs / --cluster-cidr), turned into the options the
+controller initializers read.
 """
 
 from __future__ import annotations
@@ -28,6 +29,18 @@ _OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
     click.option("--concurrent-cron-job-syncs", default=5, show_default=True, help="CronJob controller workers."),
     click.option("--concurrent-ttl-after-finished-syncs", default=5, show_default=True,
                  help="TTL-after-finished controller workers."),
+    click.option("--concurrent-horizontal-pod-autoscaler-syncs", default=5, show_default=True,
+                 help="Horizontal pod autoscaler workers."),
+    click.option("--horizontal-pod-autoscaler-sync-period", default="15s", show_default=True,
+                 help="How often each horizontal pod autoscaler is synced."),
+    click.option("--horizontal-pod-autoscaler-tolerance", default=0.1, show_default=True,
+                 help="How far the usage ratio must leave 1.0 before the autoscaler scales."),
+    click.option("--horizontal-pod-autoscaler-downscale-stabilization", default="5m0s", show_default=True,
+                 help="How far back the autoscaler looks for a higher recommendation before it scales down."),
+    click.option("--horizontal-pod-autoscaler-cpu-initialization-period", default="5m0s", show_default=True,
+                 help="After a pod starts, how long its CPU samples are only trusted once it is Ready."),
+    click.option("--horizontal-pod-autoscaler-initial-readiness-delay", default="30s", show_default=True,
+                 help="After a pod starts, how long a readiness change counts as its first."),
     click.option("--concurrent-endpoint-syncs", default=5, show_default=True, help="Endpoints controller workers."),
     click.option("--concurrent-service-endpoint-syncs", default=5, show_default=True,
                  help="EndpointSlice controller workers."),
@@ -66,10 +79,17 @@ _OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
 _PLAIN = (
     "concurrent_gc_syncs", "concurrent_namespace_syncs", "concurrent_deployment_syncs", "concurrent_replicaset_syncs",
     "concurrent_rc_syncs", "concurrent_daemonset_syncs", "concurrent_statefulset_syncs",
-    "concurrent_job_syncs", "concurrent_cron_job_syncs",
+    "concurrent_job_syncs", "concurrent_cron_job_syncs", "concurrent_horizontal_pod_autoscaler_syncs",
+    "horizontal_pod_autoscaler_tolerance",
     "concurrent_ttl_after_finished_syncs",
     "concurrent_endpoint_syncs", "concurrent_service_endpoint_syncs", "max_endpoints_per_slice",
     "root_ca_file",
+)  # fmt: skip
+
+# Go durations, passed on in seconds.
+_DURATIONS = (
+    "horizontal_pod_autoscaler_sync_period", "horizontal_pod_autoscaler_downscale_stabilization",
+    "horizontal_pod_autoscaler_cpu_initialization_period", "horizontal_pod_autoscaler_initial_readiness_delay",
 )  # fmt: skip
 
 KEYS = (
@@ -89,6 +109,7 @@ def controller_flags(f: Callable[..., Any]) -> Callable[..., Any]:
 def controller_settings(kw: dict[str, Any], parse_duration: Callable[[str], float]) -> dict[str, Any]:
     """The options dict from the flags (popped from `kw`); ValueError for values that cannot work."""
     out = {k: kw.pop(k) for k in _PLAIN}
+    out.update({k: parse_duration(str(kw.pop(k))) for k in _DURATIONS})
     out["pvclaimbinder_sync_period"] = parse_duration(str(kw.pop("pvclaimbinder_sync_period")))
     out.update(node_controller_settings(kw, parse_duration))
     return out
