@@ -132,6 +132,7 @@ def network_policy_row(obj: Object) -> Cells:
 
 # -- storage ---------------------------------------------------------------------------------------------
 
+
 @printer(
     "storage.k8s.io",
     "StorageClass",
