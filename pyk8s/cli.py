@@ -348,8 +348,10 @@ def controller_manager(
 ) -> None:  # fmt: skip
     """Run the controllers (kube-controller-manager): garbage collector, namespace controller, node lifecycle,
     taint eviction, node IPAM (with --allocate-node-cidrs), pod garbage collector, Deployment, ReplicaSet,
-    ReplicationController, DaemonSet, StatefulSet, Job, CronJob, Disruption, TTL-after-finished, Endpoints, EndpointSlice, ServiceAccount and root CA publisher. Serves /healthz, /livez,
-    /readyz and /metrics on its secure port (HTTPS, self-signed), as upstream's on 10257."""
+    ReplicationController, DaemonSet, StatefulSet, Job, CronJob, Disruption, horizontal pod autoscaler,
+    TTL-after-finished, Endpoints, EndpointSlice, ServiceAccount, root CA publisher, PersistentVolume binder, PVC and
+    PV protection, and the simulated local-path provisioner. Serves /healthz, /livez, /readyz and /metrics on its
+    secure port (HTTPS, self-signed), as upstream's on 10257."""
     from .client.kubeconfig import ConfigError, load_config
     from .controllers.manager import ControllerManager, enabled_controllers
     from .controllers.options import controller_settings
