@@ -12,15 +12,22 @@ One run, in order:
 Target (issue 15): the controller path takes at most 1.25x the direct path. The controller manager runs with
 `--kube-api-qps 5000` as the scheduler does here (upstream's default of 20 would make this a test of the limit).
 
-Run: python bench/controllers.py [--nodes 1000] [--pods-per-node 30] [--quick]
+With `--profile DIR`, py-spy samples the controller manager and the API server through phases 2 and 3 (collapsed
+stacks in DIR, and the functions most often on CPU printed at the end).
+
+Run: python bench/controllers.py [--nodes 1000] [--pods-per-node 30] [--quick] [--profile DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
+import signal
+import subprocess
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from density import (
@@ -168,6 +175,10 @@ async def direct(args: argparse.Namespace, n: int) -> Phase:
 async def controllers(args: argparse.Namespace, n: int) -> tuple[Phase, Phase]:
     with api_server(False) as server:
         client, procs = await start_cluster(args, server, True)
+        profiles = []
+        if args.profile:
+            assert server.proc is not None
+            profiles = start_profiles(args.profile, {"controller-manager": procs[-1].pid, "apiserver": server.proc.pid})
         try:
             times = Startup()
             watcher = asyncio.create_task(watch_startup(client, times))
@@ -212,9 +223,51 @@ async def controllers(args: argparse.Namespace, n: int) -> tuple[Phase, Phase]:
             watcher.cancel()
             return created, rolled
         finally:
+            if profiles:
+                stop_profiles(profiles, args.profile)
             for p in procs:
                 p.stop()
             await client.__aexit__(None, None, None)
+
+
+def start_profiles(out: Path, targets: dict[str, int]) -> list[tuple[str, subprocess.Popen[bytes]]]:
+    """py-spy on each process (name: pid), writing collapsed stacks to `out/<name>.txt` once stopped."""
+    out.mkdir(parents=True, exist_ok=True)
+    started = []
+    for name, pid in targets.items():
+        cmd = ["py-spy", "record", "--pid", str(pid), "--rate", "50", "--format", "raw", "--nonblocking",
+               "-o", str(out / f"{name}.txt")]  # fmt: skip
+        started.append((name, subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)))
+    return started
+
+
+def stop_profiles(profiles: list[tuple[str, subprocess.Popen[bytes]]], out: Path) -> None:
+    for _, p in profiles:
+        p.send_signal(signal.SIGINT)
+    for _, p in profiles:
+        try:
+            p.wait(60)
+        except subprocess.TimeoutExpired:
+            p.kill()
+    for name, _ in profiles:
+        path = out / f"{name}.txt"
+        if not path.exists():
+            console.print(f"[yellow]no profile of {name} (py-spy could not attach?)[/]")
+            continue
+        own: collections.Counter[str] = collections.Counter()
+        total = 0
+        for line in path.read_text().splitlines():
+            stack, _, count = line.rpartition(" ")
+            if not stack or not count.isdigit():
+                continue
+            total += int(count)
+            own[stack.split(";")[-1]] += int(count)
+        t = Table(title=f"{name}: where its CPU samples were ({total} samples, {path})")
+        t.add_column("share", justify="right")
+        t.add_column("function (file:line)")
+        for frame, n in own.most_common(12):
+            t.add_row(f"{100 * n / max(total, 1):.1f}%", frame)
+        console.print(t)
 
 
 def report(base: Phase, made: Phase, rolled: Phase) -> None:
@@ -239,6 +292,7 @@ def main() -> None:
     ap.add_argument("--pods-per-node", type=int, default=30)
     ap.add_argument("--concurrency", type=int, default=100, help="direct creates in flight at most")
     ap.add_argument("--quick", action="store_true", help="smoke run: 50 nodes, 5 pods/node")
+    ap.add_argument("--profile", type=Path, help="py-spy the controller manager and API server into this directory")
     args = ap.parse_args()
     if args.quick:
         args.nodes, args.pods_per_node = 50, 5
