@@ -231,7 +231,8 @@ def _validate_on_exit_codes(req: dict[str, Any], path: str, names: set[str]) -> 
     if container is not None and container not in names:
         errs.append(e.invalid(f"{path}.containerName", container,
                               "must be one of the container or initContainer names in the pod template"))  # fmt: skip
-    values = req.get("values") if isinstance(req.get("values"), list) else []
+    raw = req.get("values")
+    values: list[Any] = raw if isinstance(raw, list) else []
     if not values:
         errs.append(e.invalid(f"{path}.values", _GoInt32s(values), "at least one value is required"))
     elif len(values) > MAX_POD_FAILURE_POLICY_ON_EXIT_CODES_VALUES:

@@ -299,9 +299,9 @@ class StatefulSetController:
 
         if spec.get("volumeClaimTemplates"):
             # A changed policy, or a scale back up, re-decides the owners of the claims of live pods.
-            for ordinal, pod in by_ordinal.items():
-                if ordinal in wanted and not pod["metadata"].get("deletionTimestamp"):
-                    await self._retain_claims(sts, pod, ordinal)
+            for ordinal, live in by_ordinal.items():
+                if ordinal in wanted and not live["metadata"].get("deletionTimestamp"):
+                    await self._retain_claims(sts, live, ordinal)
         # Replicas: failed pods go, missing ones come, lowest first.
         for ordinal in wanted:
             pod = by_ordinal.get(ordinal)

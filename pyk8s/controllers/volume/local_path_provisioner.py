@@ -193,7 +193,7 @@ class LocalPathProvisioner:
             return
         try:
             await self.client.delete(
-                "persistentvolumes", name, preconditions={"uid": (pv.get("metadata") or {}).get("uid")}
+                "persistentvolumes", name, preconditions={"uid": str((pv.get("metadata") or {}).get("uid"))}
             )
         except errors.NotFound:
             pass

@@ -51,7 +51,7 @@ from ...workers import queue_workers, run_workers
 
 log = logging.getLogger(__name__)
 
-Object = Mapping[str, Any]
+Object = dict[str, Any]
 CLASSES = "storageclasses.storage.k8s.io"
 COMPONENT = "persistentvolume-controller"
 ANN_DYNAMICALLY_PROVISIONED = "pv.kubernetes.io/provisioned-by"
@@ -60,7 +60,7 @@ ANN_BETA_STORAGE_PROVISIONER = "volume.beta.kubernetes.io/storage-provisioner"
 POD_PVC_INDEX = "pod-pvc-index"  # upstream: common.PodPVCIndex
 
 
-def pvc_keys(pod: Object) -> list[str]:
+def pvc_keys(pod: Mapping[str, Any]) -> list[str]:
     namespace = (pod.get("metadata") or {}).get("namespace") or ""
     return [f"{namespace}/{claim}" for claim, _, _ in pod_claim_names(pod)]  # type: ignore[arg-type]
 
