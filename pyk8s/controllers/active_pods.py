@@ -89,64 +89,60 @@ def _log_rank(t: dt.datetime, now: dt.datetime) -> int:
     return int(math.log2(ns)) if ns > 0 else -1
 
 
-def _newer_first(t1: dt.datetime | None, t2: dt.datetime | None, uid1: str, uid2: str, now: dt.datetime | None) -> int:
+def _newer_first(t1: dt.datetime | None, t2: dt.datetime | None, b1: int, b2: int, uid1: str, uid2: str,
+                 by_bucket: bool) -> int:  # fmt: skip
     """-1 if the first pod goes first by these times, 1 if the second, 0 when the times are equal. A missing time
-    goes first (upstream: afterOrZero)."""
+    goes first (upstream: afterOrZero). With `by_bucket`, times in the same power of two of nanoseconds before
+    now (`b1`, `b2`: their log ranks) tie, broken by UID."""
     if t1 == t2:
         return 0
     if t1 is None or t2 is None:
         return -1 if t1 is None else 1
-    if now is None:
+    if not by_bucket:
         return -1 if t1 > t2 else 1
-    diff = _log_rank(t1, now) - _log_rank(t2, now)
-    if diff == 0:
+    if b1 == b2:
         return -1 if uid1 < uid2 else 1
-    return -1 if diff < 0 else 1
+    return -1 if b1 < b2 else 1
 
 
 class _Ranked:
-    __slots__ = ("cost", "created", "phase", "pod", "rank", "ready", "ready_at", "restarts", "scheduled", "uid")
+    __slots__ = ("created", "created_bucket", "head", "pod", "ready", "ready_at", "ready_bucket", "restarts", "uid")
 
-    def __init__(self, pod: Pod, rank: int) -> None:
+    def __init__(self, pod: Pod, rank: int, now: dt.datetime | None) -> None:
         self.pod = pod
-        self.rank = rank
-        self.scheduled = bool((pod.get("spec") or {}).get("nodeName"))
-        self.phase = _PHASE_ORDINAL.get((pod.get("status") or {}).get("phase") or "", 0)
+        scheduled = bool((pod.get("spec") or {}).get("nodeName"))
+        phase = _PHASE_ORDINAL.get((pod.get("status") or {}).get("phase") or "", 0)
         self.ready = is_pod_ready(pod)
-        self.cost = deletion_cost(pod)
+        # Rules 1-5 are plain orders: compared as one tuple, the rest only among pods equal on these.
+        self.head = (scheduled, phase, self.ready, deletion_cost(pod), -rank)
         self.ready_at = ready_since(pod) if self.ready else None
         self.restarts = max_container_restarts(pod)
         self.created = _creation(pod)
         self.uid = str((pod.get("metadata") or {}).get("uid") or "")
+        # The power-of-two buckets depend on `now` only: computed once per pod, not per comparison.
+        self.ready_bucket = _log_rank(self.ready_at, now) if now is not None and self.ready_at is not None else 0
+        self.created_bucket = _log_rank(self.created, now) if now is not None and self.created is not None else 0
 
 
-def _compare(a: _Ranked, b: _Ranked, now: dt.datetime | None) -> int:
-    if a.scheduled != b.scheduled:
-        return -1 if not a.scheduled else 1
-    if a.phase != b.phase:
-        return -1 if a.phase < b.phase else 1
-    if a.ready != b.ready:
-        return -1 if not a.ready else 1
-    if a.cost != b.cost:
-        return -1 if a.cost < b.cost else 1
-    if a.rank != b.rank:
-        return -1 if a.rank > b.rank else 1
+def _compare_rest(a: _Ranked, b: _Ranked, by_bucket: bool) -> int:
+    """Rules 6-8 between two pods equal on rules 1-5 (so both ready, or neither)."""
     if a.ready and b.ready:
-        by_ready = _newer_first(a.ready_at, b.ready_at, a.uid, b.uid, now)
+        by_ready = _newer_first(a.ready_at, b.ready_at, a.ready_bucket, b.ready_bucket, a.uid, b.uid, by_bucket)
         if by_ready:
             return by_ready
     for ra, rb in zip(a.restarts, b.restarts, strict=True):
         if ra != rb:
             return -1 if ra > rb else 1
-    return _newer_first(a.created, b.created, a.uid, b.uid, now)
+    return _newer_first(a.created, b.created, a.created_bucket, b.created_bucket, a.uid, b.uid, by_bucket)
 
 
 def deletion_order(pods: Sequence[Pod], ranks: Sequence[int], now: dt.datetime | None) -> list[Pod]:
     """`pods` in the order a controller deletes them (the module docstring's rules); `ranks[i]` is how many
     active pods of the same controller family share pod i's node. `now` None compares times exactly, without
     the powers of two."""
-    ranked = [_Ranked(p, r) for p, r in zip(pods, ranks, strict=True)]
-    ranked.sort(key=functools.cmp_to_key(lambda a, b: _compare(a, b, now)))
+    ranked = [_Ranked(p, r, now) for p, r in zip(pods, ranks, strict=True)]
+    rest = functools.cmp_to_key(lambda a, b: _compare_rest(a, b, now is not None))
+    ranked.sort(key=lambda r: (r.head, rest(r)))
     return [r.pod for r in ranked]
 
 

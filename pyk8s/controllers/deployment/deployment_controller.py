@@ -25,7 +25,12 @@ from ...client.cache.indexer import meta_namespace_key
 from ...client.events import EventBroadcaster
 from ...client.rest import RESTClient
 from ...client.workqueue import RateLimitingQueue
-from ..controller_ref_manager import ControllerRefManager, recheck_deletion
+from ..controller_ref_manager import (
+    POD_CONTROLLER_UID_INDEX,
+    ControllerRefManager,
+    add_pod_controller_uid_indexer,
+    recheck_deletion,
+)
 from ..workers import queue_workers, run_workers
 from . import sync as deployment_sync
 from . import util
@@ -54,6 +59,7 @@ class DeploymentController:
         self.deployments = factory.informer_for(DEPLOYMENTS)
         self.rss = factory.informer_for("replicasets.apps")
         self.pods = factory.informer_for("pods")
+        add_pod_controller_uid_indexer(self.pods.indexer)
         self.deployments.add_event_handler(
             on_add=lambda d, _initial: self.enqueue(d),
             on_update=lambda _old, d: self.enqueue(d),
@@ -187,15 +193,12 @@ class DeploymentController:
             selector = _selector(d)
         except SelectorError:
             return {}
-        uids = {str((rs.get("metadata") or {}).get("uid")) for rs in rss}
-        out: dict[str, list[Object]] = {uid: [] for uid in uids}
-        namespace = str((d.get("metadata") or {}).get("namespace") or "")
-        for pod in self.pods.indexer.by_index("namespace", namespace):
-            ref = controller_of(pod)
-            if ref is None or str(ref.get("uid")) not in uids:
-                continue
-            if selector.matches((pod.get("metadata") or {}).get("labels") or {}):
-                out[str(ref.get("uid"))].append(pod)
+        out: dict[str, list[Object]] = {}
+        for rs in rss:
+            uid = str((rs.get("metadata") or {}).get("uid"))
+            # The pods whose controller is this ReplicaSet (the shared controller-UID index), not the namespace's.
+            out[uid] = [p for p in self.pods.indexer.by_index(POD_CONTROLLER_UID_INDEX, uid)
+                        if selector.matches((p.get("metadata") or {}).get("labels") or {})]  # fmt: skip
         return out
 
     async def _claim_replica_sets(self, d: Object, selector: LabelSelector) -> list[Object]:
@@ -235,7 +238,6 @@ class DeploymentController:
             log.error("deployment %s: invalid selector: %s", key, err)
             return
         rss = await self._claim_replica_sets(d, selector)
-        pod_map = self._pod_map(d, rss)
         if md.get("deletionTimestamp"):
             new_rs, old = await get_all_replica_sets_and_sync_revision(self, d, rss, False)
             await sync_deployment_status(self, [*old, new_rs], new_rs, d)
@@ -248,7 +250,8 @@ class DeploymentController:
             await deployment_sync.sync(self, d, rss)
             return
         if util.strategy_type(d) == "Recreate":
-            await rollout_recreate(self, d, rss, pod_map)
+            # Only Recreate looks at the pods (whether old ones still run), so only it pays for finding them.
+            await rollout_recreate(self, d, rss, self._pod_map(d, rss))
         else:
             await rollout_rolling(self, d, rss)
 
