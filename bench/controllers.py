@@ -176,10 +176,12 @@ async def controllers(args: argparse.Namespace, n: int) -> tuple[Phase, Phase]:
     with api_server(False) as server:
         client, procs = await start_cluster(args, server, True)
         profiles = []
-        if args.profile:
-            assert server.proc is not None
-            profiles = start_profiles(args.profile, {"controller-manager": procs[-1].pid, "apiserver": server.proc.pid})
         try:
+            if args.profile:
+                assert server.proc is not None
+                profiles = start_profiles(
+                    args.profile, {"controller-manager": procs[-1].pid, "apiserver": server.proc.pid}
+                )
             times = Startup()
             watcher = asyncio.create_task(watch_startup(client, times))
             await asyncio.sleep(0.5)
