@@ -158,9 +158,17 @@ _server_options = [
     click.option(
         "--min-request-timeout", default=1800, show_default=True, help="Seconds a watch lasts at least (30-60 min)."
     ),
-    click.option("--max-requests-inflight", default=400, show_default=True, help="Read requests in flight before 429."),
     click.option(
-        "--max-mutating-requests-inflight", default=200, show_default=True, help="Writes in flight before 429."
+        "--max-requests-inflight",
+        default=400,
+        show_default=True,
+        help="Read requests served at once; more wait their turn (15 s at most) before a 429.",
+    ),
+    click.option(
+        "--max-mutating-requests-inflight",
+        default=200,
+        show_default=True,
+        help="Writes served at once; more wait their turn (15 s at most) before a 429.",
     ),
     click.option("--enable-admission-plugins", default="", help="Admission plugins to turn on besides the defaults."),
     click.option("--disable-admission-plugins", default="", help="Admission plugins to turn off (comma-separated)."),

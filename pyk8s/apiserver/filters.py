@@ -19,6 +19,7 @@ from aiohttp import web
 from ..api import errors
 from .authn import AUTHENTICATED_GROUP, InvalidCredentials, Union, UserInfo, peer_certificate_of
 from .encoding import status_response
+from .inflight import WAIT_FRACTION, InflightLimit
 from .request_info import request_info
 
 log = logging.getLogger("pyk8s.apiserver")
@@ -94,9 +95,18 @@ class RequestDeadlines:
                     task.cancel()
 
 
-def build_middlewares(cfg: ChainConfig, inflight: dict[str, int]) -> list[Any]:
+def inflight_limits(cfg: ChainConfig) -> dict[str, InflightLimit]:
+    """The seats for read-only and mutating requests (inflight.py), shared by all of a server's listeners."""
+    wait = cfg.request_timeout * WAIT_FRACTION
+    return {
+        "readOnly": InflightLimit(cfg.max_requests_inflight, wait_limit=wait),
+        "mutating": InflightLimit(cfg.max_mutating_requests_inflight, wait_limit=wait),
+    }
+
+
+def build_middlewares(cfg: ChainConfig, limits: dict[str, InflightLimit]) -> list[Any]:
     """The chain as one aiohttp middleware (nested middlewares cost a coroutine each per request); the
-    filters run in upstream's order. `inflight` counts requests in flight by kind, shared by all listeners."""
+    filters run in upstream's order. `limits` are the in-flight limits by kind (`inflight_limits`)."""
 
     def authentication(request: web.Request) -> errors.StatusError | None:
         try:
@@ -148,11 +158,6 @@ def build_middlewares(cfg: ChainConfig, inflight: dict[str, int]) -> list[Any]:
         info = request["info"]
         if info.is_long_running:
             return await handler(request)
-        mutating = info.is_mutating
-        kind = "mutating" if mutating else "readOnly"
-        limit = cfg.max_mutating_requests_inflight if mutating else cfg.max_requests_inflight
-        if limit and inflight[kind] >= limit:
-            raise errors.too_many_requests("Too many requests, please try again later.", 1)
         deadline = cfg.request_timeout
         raw = request.query.get("timeout")
         if raw:
@@ -160,7 +165,9 @@ def build_middlewares(cfg: ChainConfig, inflight: dict[str, int]) -> list[Any]:
             if t is None:
                 raise errors.bad_request(f"invalid timeout specified in the request URL: {raw}")
             deadline = min(deadline, t) if t > 0 else deadline
-        inflight[kind] += 1
+        seats = limits["mutating" if info.is_mutating else "readOnly"]
+        if not await seats.acquire():
+            raise errors.too_many_requests("Too many requests, please try again later.", 1)
         task = asyncio.current_task()
         assert task is not None
         deadlines.track(task, deadline)
@@ -176,7 +183,7 @@ def build_middlewares(cfg: ChainConfig, inflight: dict[str, int]) -> list[Any]:
         finally:
             if not timed_out:
                 deadlines.untrack(task)
-            inflight[kind] -= 1
+            seats.release()
 
     @web.middleware
     async def chain(request: web.Request, handler: Handler) -> web.StreamResponse:

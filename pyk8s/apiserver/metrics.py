@@ -1,7 +1,7 @@
 """The API server's Prometheus metrics, under upstream's names (apiserver_request_total,
 apiserver_request_duration_seconds, apiserver_storage_objects, apiserver_current_inflight_requests,
-apiserver_longrunning_requests, apiserver_watch_events_total). One registry per server, so several servers
-can live in one process (tests do)."""
+apiserver_current_inqueue_requests, apiserver_longrunning_requests, apiserver_watch_events_total). One registry
+per server, so several servers can live in one process (tests do)."""
 
 from __future__ import annotations
 
@@ -29,11 +29,13 @@ class _Gauges:
         self,
         storage_objects: Callable[[], dict[str, int]],
         inflight: Callable[[], dict[str, int]],
+        inqueue: Callable[[], dict[str, int]],
         watches: Callable[[], int],
         watch_events: Callable[[], int],
     ) -> None:
         self.storage_objects = storage_objects
         self.inflight = inflight
+        self.inqueue = inqueue
         self.watches = watches
         self.watch_events = watch_events
 
@@ -52,6 +54,14 @@ class _Gauges:
             labels=["request_kind"],
         )
         for kind, n in sorted(self.inflight().items()):
+            g.add_metric([kind], n)
+        yield g
+        g = GaugeMetricFamily(
+            "apiserver_current_inqueue_requests",
+            "Maximal number of queued requests in this apiserver per request kind in last second.",
+            labels=["request_kind"],
+        )
+        for kind, n in sorted(self.inqueue().items()):
             g.add_metric([kind], n)
         yield g
         g = GaugeMetricFamily(

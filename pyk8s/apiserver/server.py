@@ -34,9 +34,10 @@ from .authn import TokenAuthenticator, Union, UserInfo, X509Authenticator
 from .certs import ADMIN_GROUP, ADMIN_USER, PKI, ensure_pki, serving_names, write_kubeconfig
 from .connections import IDLE_TIMEOUT, READ_HEADER_TIMEOUT, GuardedSite, PendingConnections, default_max_pending
 from .encoding import respond, status_response
-from .filters import ChainConfig, build_middlewares
+from .filters import ChainConfig, build_middlewares, inflight_limits
 from .handlers import ResourceHandlers
 from .health import HealthChecks, version_info
+from .inflight import InflightLimit
 from .metrics import Gauges, Metrics
 from .negotiation import Output, choose_output
 from .openapi import OpenAPI
@@ -118,12 +119,13 @@ class APIServer:
         self.insecure_port = 0
         self._stopped = asyncio.Event()
         self._discovery: dict[str, bytes] = {}
-        self._inflight = {"readOnly": 0, "mutating": 0}
+        self._limits: dict[str, InflightLimit] = {}  # set in start(), from the chain's configuration
         self.openapi = OpenAPI(table)
         self.metrics.add_gauges(
             Gauges(
                 lambda: {c.prefix.removeprefix("/registry/").rstrip("/"): c.count() for c in self.cachers},
-                lambda: dict(self._inflight),
+                lambda: {kind: limit.in_use for kind, limit in self._limits.items()},
+                lambda: {kind: limit.waiting for kind, limit in self._limits.items()},
                 lambda: self.watch_metrics.open_watches,
                 lambda: self.watch_metrics.events_sent,
             )
@@ -280,7 +282,8 @@ class APIServer:
             request_timeout=opts.request_timeout,
             on_request_done=self._request_done,
         )
-        (chain,) = build_middlewares(cfg, self._inflight)
+        self._limits = inflight_limits(cfg)
+        (chain,) = build_middlewares(cfg, self._limits)
         dispatch = self.dispatch
 
         async def handle(request: web.BaseRequest) -> web.StreamResponse:
