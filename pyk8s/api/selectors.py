@@ -9,7 +9,7 @@ fields a resource supports is the registry's business.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -68,11 +68,23 @@ class LabelSelector:
 
     requirements: tuple[Requirement, ...] = ()
     nothing: bool = False  # a selector that matches nothing (a nil LabelSelector in some APIs)
+    # When every requirement is `key=value` (matchLabels, the common case): those pairs, so that matching a dict of
+    # labels is one subset test of its items. Controllers match every pod they own against their selector at each
+    # sync, so this is worth keeping.
+    _pairs: Any = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.nothing and all(r.op in (EQUALS, IN) and len(r.values) == 1 for r in self.requirements):
+            pairs = {r.key: r.values[0] for r in self.requirements}
+            if len(pairs) == len(self.requirements):  # `a=1,a=2` stays with the requirements: it matches nothing
+                object.__setattr__(self, "_pairs", pairs.items())
 
     def matches(self, labels: Mapping[str, str] | None) -> bool:
         if self.nothing:
             return False
         labels = labels or {}
+        if self._pairs is not None and isinstance(labels, dict):
+            return bool(self._pairs <= labels.items())
         return all(r.matches(labels) for r in self.requirements)
 
     @property

@@ -22,8 +22,8 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import math
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
 
 from ..api.meta import parse_time
 from .podutil import is_pod_ready, ready_since
@@ -105,20 +105,41 @@ def _newer_first(t1: dt.datetime | None, t2: dt.datetime | None, b1: int, b2: in
     return -1 if b1 < b2 else 1
 
 
+class RankFacts(NamedTuple):
+    """What a pod's place in the deletion order takes from the pod alone: the same until the pod changes, so a
+    controller keeps it per pod version (`Indexer.derived(RANK_FACTS, rank_facts)`) rather than re-reading every
+    pod at every sync that deletes."""
+
+    head: tuple[bool, int, bool, int]  # rules 1-4: scheduled, phase, Ready, deletion cost
+    ready_at: dt.datetime | None
+    restarts: tuple[int, int]
+    created: dt.datetime | None
+    uid: str
+
+
+RANK_FACTS = "deletionRankFacts"
+
+
+def rank_facts(pod: Pod) -> RankFacts:
+    scheduled = bool((pod.get("spec") or {}).get("nodeName"))
+    phase = _PHASE_ORDINAL.get((pod.get("status") or {}).get("phase") or "", 0)
+    ready = is_pod_ready(pod)
+    return RankFacts((scheduled, phase, ready, deletion_cost(pod)), ready_since(pod) if ready else None,
+                     max_container_restarts(pod), _creation(pod), str((pod.get("metadata") or {}).get("uid") or ""))  # fmt: skip
+
+
 class _Ranked:
     __slots__ = ("created", "created_bucket", "head", "pod", "ready", "ready_at", "ready_bucket", "restarts", "uid")
 
-    def __init__(self, pod: Pod, rank: int, now: dt.datetime | None) -> None:
+    def __init__(self, pod: Pod, rank: int, now: dt.datetime | None, facts: RankFacts) -> None:
         self.pod = pod
-        scheduled = bool((pod.get("spec") or {}).get("nodeName"))
-        phase = _PHASE_ORDINAL.get((pod.get("status") or {}).get("phase") or "", 0)
-        self.ready = is_pod_ready(pod)
+        self.ready = facts.head[2]
         # Rules 1-5 are plain orders: compared as one tuple, the rest only among pods equal on these.
-        self.head = (scheduled, phase, self.ready, deletion_cost(pod), -rank)
-        self.ready_at = ready_since(pod) if self.ready else None
-        self.restarts = max_container_restarts(pod)
-        self.created = _creation(pod)
-        self.uid = str((pod.get("metadata") or {}).get("uid") or "")
+        self.head = (*facts.head, -rank)
+        self.ready_at = facts.ready_at
+        self.restarts = facts.restarts
+        self.created = facts.created
+        self.uid = facts.uid
         # The power-of-two buckets depend on `now` only: computed once per pod, not per comparison.
         self.ready_bucket = _log_rank(self.ready_at, now) if now is not None and self.ready_at is not None else 0
         self.created_bucket = _log_rank(self.created, now) if now is not None and self.created is not None else 0
@@ -136,11 +157,12 @@ def _compare_rest(a: _Ranked, b: _Ranked, by_bucket: bool) -> int:
     return _newer_first(a.created, b.created, a.created_bucket, b.created_bucket, a.uid, b.uid, by_bucket)
 
 
-def deletion_order(pods: Sequence[Pod], ranks: Sequence[int], now: dt.datetime | None) -> list[Pod]:
+def deletion_order(pods: Sequence[Pod], ranks: Sequence[int], now: dt.datetime | None,
+                   facts: Callable[[Pod], RankFacts] = rank_facts) -> list[Pod]:  # fmt: skip
     """`pods` in the order a controller deletes them (the module docstring's rules); `ranks[i]` is how many
     active pods of the same controller family share pod i's node. `now` None compares times exactly, without
-    the powers of two."""
-    ranked = [_Ranked(p, r, now) for p, r in zip(pods, ranks, strict=True)]
+    the powers of two. `facts` reads each pod's `RankFacts` (a controller passes its informer's memo)."""
+    ranked = [_Ranked(p, r, now, facts(p)) for p, r in zip(pods, ranks, strict=True)]
     rest = functools.cmp_to_key(lambda a, b: _compare_rest(a, b, now is not None))
     ranked.sort(key=lambda r: (r.head, rest(r)))
     return [r.pod for r in ranked]

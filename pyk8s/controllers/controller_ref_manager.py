@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from ..api import errors
+from ..api.meta import controller_of
 from ..api.selectors import LabelSelector
 from ..client.cache.indexer import Indexer
 
@@ -71,7 +72,17 @@ class ControllerRefManager:
         (after trying every object), as upstream aggregates them."""
         claimed: list[Pod] = []
         failures: list[BaseException] = []
+        uid = self.uid
         for obj in objs:
+            # The common cases decided here without a coroutine per object: another controller's, or ours and
+            # still matching. Orphans to adopt and strays to release go the long way.
+            ref = controller_of(obj)
+            if ref is not None:
+                if ref.get("uid") != uid:
+                    continue
+                if self._matches(obj, extra_match):
+                    claimed.append(obj)
+                    continue
             try:
                 if await self._claim(obj, extra_match):
                     claimed.append(obj)
@@ -87,8 +98,7 @@ class ControllerRefManager:
 
     async def _claim(self, pod: Pod, extra_match: Callable[[Pod], bool] | None) -> bool:
         md = pod.get("metadata") or {}
-        ref = next((r for r in md.get("ownerReferences") or () if isinstance(r, Mapping) and r.get("controller")),
-                   None)  # fmt: skip
+        ref = controller_of(pod)
         if ref is not None:
             if ref.get("uid") != self.uid:
                 return False  # another controller's
@@ -155,11 +165,10 @@ ORPHAN_POD_INDEX_KEY = "_ORPHAN_POD"
 
 
 def _controller_uid_index(pod: Pod) -> list[str]:
-    md = pod.get("metadata") or {}
-    ref = next((r for r in md.get("ownerReferences") or () if isinstance(r, Mapping) and r.get("controller")), None)
+    ref = controller_of(pod)
     if ref is not None:
         return [str(ref.get("uid") or "")]
-    return [f"{md.get('namespace', '')}/{ORPHAN_POD_INDEX_KEY}"]
+    return [f"{(pod.get('metadata') or {}).get('namespace', '')}/{ORPHAN_POD_INDEX_KEY}"]
 
 
 def add_pod_controller_uid_indexer(indexer: Indexer) -> None:

@@ -142,7 +142,7 @@ NODE_NAME_INDEX = "spec.nodeName"
 
 
 def _node_name_index(obj: Any) -> list[str]:
-    name = (obj.get("spec") or {}).get("nodeName") if isinstance(obj, Mapping) else None
+    name = (obj.get("spec") or {}).get("nodeName") if isinstance(obj, dict) else None
     return [name] if name else []
 
 

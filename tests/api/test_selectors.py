@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -177,9 +179,17 @@ def test_a_selector_is_the_conjunction_of_its_requirements(labels, reqs):
     parts = [f"{k}{op}{v}" for k, op, v in reqs]
     whole = parse_label_selector(",".join(parts)).matches(labels)
     assert whole == all(parse_label_selector(p).matches(labels) for p in parts)
+    # Equality-only selectors match a dict by one subset test; any other mapping goes requirement by requirement.
+    assert parse_label_selector(",".join(parts)).matches(MappingProxyType(labels)) == whole
     # The printed form parses back to the same selector.
     sel = parse_label_selector(",".join(parts))
     assert parse_label_selector(str(sel)) == sel
+
+
+def test_equal_keys_with_different_values_match_nothing():
+    sel = parse_label_selector("app=web,app=db")
+    assert not sel.matches({"app": "web"}) and not sel.matches({"app": "db"})
+    assert parse_label_selector("app=web,app in (web)").matches({"app": "web"})
 
 
 def test_field_selectors():

@@ -45,6 +45,36 @@ def test_indexer_indexes_follow_updates_and_deletes():
         idx.by_index("nope", "x")
 
 
+def test_derived_answers_are_worked_out_once_per_object_held_and_forgotten_with_it():
+    idx = Indexer()
+    calls: list[str] = []
+
+    def rv_of(obj: dict) -> str:
+        calls.append(obj["metadata"]["resourceVersion"])
+        return obj["metadata"]["resourceVersion"]
+
+    get = idx.derived("rv", rv_of)
+    a1 = pod("a", 1)
+    idx.add(a1)
+    assert get(a1) == "1" and get(a1) == "1" and calls == ["1"]
+    a2 = pod("a", 2)
+    idx.update(a2)  # the old version's answer goes with it
+    assert get(a2) == "2" and calls == ["1", "2"] and len(idx._derived["rv"][1]) == 1
+    # An object the indexer does not hold (an old version, a tombstone's) is answered afresh every time.
+    assert get(a1) == "1" and get(a1) == "1" and calls == ["1", "2", "1", "1"]
+    idx.delete(a2)
+    assert not idx._derived["rv"][1]
+    b = pod("b", 3)
+    idx.replace([b])
+    assert get(b) == "3" and get(b) == "3" and calls[-1:] == ["3"] and calls.count("3") == 1
+    idx.replace([])
+    assert not idx._derived["rv"][1]
+    # One name, one function: a second caller shares the answers.
+    assert idx.derived("rv", rv_of) is not None
+    with pytest.raises(ValueError):
+        idx.derived("rv", lambda o: "other")
+
+
 async def drain(fifo: DeltaFIFO) -> list[tuple[str, list[tuple[str, str]]]]:
     out = []
 

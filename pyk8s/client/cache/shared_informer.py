@@ -90,7 +90,8 @@ class _Listener:
                     result = h.on_update(note[1], note[2]) if h.on_update else None
                 else:
                     result = h.on_delete(note[1]) if h.on_delete else None
-                if inspect.isawaitable(result):
+                # Most handlers are plain functions returning None; inspect.isawaitable costs an ABC check.
+                if result is not None and inspect.isawaitable(result):
                     await result
             except asyncio.CancelledError:
                 raise

@@ -117,7 +117,7 @@ class GraphBuilder:
             node = Node(_identity(resource, obj), owners=owners)
             self.nodes[uid] = node
             self._add_owner_links(node, owners)
-        else:
+        elif node.virtual or owners != node.owners:  # most updates (a status write) leave the references alone
             if node.virtual:
                 # An owner we had only heard of: now observed, and its dependents are what they were.
                 node.virtual = False

@@ -31,7 +31,7 @@ from ...client.cache.indexer import meta_namespace_key
 from ...client.events import EventBroadcaster
 from ...client.rest import RESTClient
 from ...client.workqueue import RateLimitingQueue
-from ..active_pods import deletion_order, filter_active_pods, ranks_by_colocation
+from ..active_pods import RANK_FACTS, deletion_order, rank_facts, ranks_by_colocation
 from ..controller_ref_manager import (
     ControllerRefManager,
     add_pod_controller_uid_indexer,
@@ -40,7 +40,7 @@ from ..controller_ref_manager import (
 )
 from ..expectations import UIDTrackingControllerExpectations
 from ..pod_control import SLOW_START_INITIAL_BATCH_SIZE, PodControl, slow_start_batch
-from ..podutil import is_pod_ready, pod_key
+from ..podutil import POD_FACTS, is_pod_ready, pod_facts, pod_key
 from ..workers import queue_workers, run_workers
 from .replica_set_utils import calculate_status, update_status
 
@@ -108,6 +108,8 @@ class ReplicaSetController:
             self.owners.indexer.add_indexers({CONTROLLER_UID_INDEX: _owners_by_controller_uid})
         self.pods = factory.informer_for("pods")
         add_pod_controller_uid_indexer(self.pods.indexer)
+        self.pod_facts = self.pods.indexer.derived(POD_FACTS, pod_facts)
+        self.rank_facts = self.pods.indexer.derived(RANK_FACTS, rank_facts)
         self.owners.add_event_handler(
             on_add=lambda o, _initial: self._enqueue(o),
             on_update=self._update_owner,
@@ -241,7 +243,8 @@ class ReplicaSetController:
             log.error("%s %s: invalid selector: %s", self.kind.kind, key, err)
             return
         md = owner.get("metadata") or {}
-        pods = filter_active_pods(pods_by_owner(self.pods.indexer, owner, include_orphans=True))
+        facts = self.pod_facts
+        pods = [p for p in pods_by_owner(self.pods.indexer, owner, include_orphans=True) if facts(p).active]
         pods = await self._claim(owner, selector, pods)
         manage_error: BaseException | None = None
         if needs_sync and not md.get("deletionTimestamp"):
@@ -252,7 +255,7 @@ class ReplicaSetController:
         now = dt.datetime.now(dt.UTC)
         try:
             updated = await update_status(self.client, self.kind.resource, owner,
-                                          calculate_status(owner, pods, manage_error, now))  # fmt: skip
+                                          calculate_status(owner, pods, manage_error, now, facts))  # fmt: skip
         except errors.NotFound:
             return
         spec, status = updated.get("spec") or {}, updated.get("status") or {}
@@ -317,7 +320,7 @@ class ReplicaSetController:
         if n >= len(pods):
             return list(pods)[:n]
         ranks = ranks_by_colocation(pods, self._related_pods(owner))
-        return deletion_order(pods, ranks, dt.datetime.now(dt.UTC))[:n]
+        return deletion_order(pods, ranks, dt.datetime.now(dt.UTC), self.rank_facts)[:n]
 
     def _related_pods(self, owner: Object) -> list[Object]:
         """The pods of every owner with the same controller as `owner` (a Deployment's ReplicaSets), by their

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ...api import errors
 from ...api.meta import json_copy, rfc3339
 from ...client.rest import RESTClient
-from ..podutil import is_pod_available, is_pod_ready
+from ..podutil import PodFacts, available, pod_facts
 
 log = logging.getLogger(__name__)
 
@@ -32,21 +32,25 @@ def error_text(err: BaseException) -> str:
 
 
 def calculate_status(rs: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], manage_error: BaseException | None,
-                     now: dt.datetime) -> dict[str, Any]:  # fmt: skip
-    """The status `rs` should have given its active owned `pods` and how the last manage step went."""
+                     now: dt.datetime, facts: Callable[[Mapping[str, Any]], PodFacts] = pod_facts) -> dict[str, Any]:  # fmt: skip
+    """The status `rs` should have given its active owned `pods` and how the last manage step went; `facts` reads
+    a pod's readiness (the informer's memo of it, in the controller)."""
     spec = rs.get("spec") or {}
     status: dict[str, Any] = json_copy(rs.get("status") or {})
     template_labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
     min_ready = int(spec.get("minReadySeconds") or 0)
-    fully_labeled = ready = available = 0
+    # One pass with a subset test for the labels: this runs over every pod at every sync.
+    wanted = dict(template_labels).items()
+    fully_labeled = ready = available_count = 0
     for pod in pods:
         labels = (pod.get("metadata") or {}).get("labels") or {}
-        if all(labels.get(k) == v for k, v in template_labels.items()):
+        if wanted <= (labels.items() if isinstance(labels, dict) else dict(labels).items()):
             fully_labeled += 1
-        if is_pod_ready(pod):
+        f = facts(pod)
+        if f.ready:
             ready += 1
-            if is_pod_available(pod, min_ready, now):
-                available += 1
+            if available(f, min_ready, now):
+                available_count += 1
     conditions: list[dict[str, Any]] = list(status.get("conditions") or [])
     failure = next((c for c in conditions if c.get("type") == REPLICA_FAILURE), None)
     if manage_error is not None and failure is None:
@@ -61,7 +65,7 @@ def calculate_status(rs: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], m
     else:
         status.pop("conditions", None)
     counts = {"replicas": len(pods), "fullyLabeledReplicas": fully_labeled, "readyReplicas": ready,
-              "availableReplicas": available}  # fmt: skip
+              "availableReplicas": available_count}  # fmt: skip
     for k, v in counts.items():
         # As the Go types encode them: `replicas` always, the other counts only when not zero.
         if v or k == "replicas":
