@@ -4,7 +4,11 @@ benchmark's path) on a fresh cluster, as a ratio; then a rolling update of the D
 
 One run, in order:
 1. Direct: a fresh API server, the nodes process, the scheduler; all pods created at once by this script
-   (`--concurrency` creates in flight); time until every pod is Running, startup p50/p99.
+   (`--concurrency` creates in flight); time until every pod is Running, startup p50/p99. They name as their
+   controller a ReplicaSet that nothing acts on (no controller manager runs), so that the scheduler spreads them
+   over the nodes as it spreads the Deployment's pods (upstream's default topology spread constraints apply to a
+   pod with a ReplicaSet for controller): the ratio then measures the controllers, not a difference in
+   scheduling. `--plain-baseline` leaves that ReplicaSet out.
 2. Controllers: a fresh cluster with the controller manager too; one Deployment with all the replicas; time until
    `status.availableReplicas` reaches them, and each pod's startup (its first watch event to its Running one).
 3. Rolling update: a new image; time until the rollout completes, and the least availableReplicas seen (the
@@ -12,10 +16,13 @@ One run, in order:
 Target (issue 15): the controller path takes at most 1.25x the direct path. The controller manager runs with
 `--kube-api-qps 5000` as the scheduler does here (upstream's default of 20 would make this a test of the limit).
 
-With `--profile DIR`, py-spy samples the controller manager and the API server through phases 2 and 3 (collapsed
-stacks in DIR, and the functions most often on CPU printed at the end).
+With `--profile DIR`, py-spy samples the API server, the scheduler and the controller manager through each phase
+(collapsed stacks in DIR/<phase>-<process>.txt, and the functions most often on CPU printed per phase, so that the
+two paths can be compared; `pip install py-spy`). With `--plot F.png`
+(matplotlib: `pip install -e .[bench]`), the pods over time on both paths, the startup latency CDFs, and the
+rolling update's available and updated pods against the promised floor.
 
-Run: python bench/controllers.py [--nodes 1000] [--pods-per-node 30] [--quick] [--profile DIR]
+Run: python bench/controllers.py [--nodes 1000] [--pods-per-node 30] [--quick] [--profile DIR] [--plot F.png]
 """
 
 from __future__ import annotations
@@ -31,13 +38,16 @@ from pathlib import Path
 from typing import Any
 
 from density import (
+    CLIENT,
     NS,
     Proc,
     api_server,
+    client_cpu,
     client_for,
     console,
     make_namespace,
     percentile,
+    pyplot,
     start_component,
     start_nodes,
     start_scheduler,
@@ -45,6 +55,7 @@ from density import (
 )
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from scheduler_perf import cpu_seconds
 
 from pyk8s.client.rest import RESTClient
 
@@ -106,12 +117,40 @@ class Phase:
     seconds: float
     latencies: list[float]
     extra: dict[str, Any] = field(default_factory=dict)
+    # (seconds since the phase began, named counts) every quarter second, for --plot
+    samples: list[tuple[float, dict[str, int]]] = field(default_factory=list)
+    cpu: dict[str, float] = field(default_factory=dict)  # CPU seconds per process over the phase
+
+
+class CPUMeter:
+    """CPU seconds each process (and this script) spent between `start()` and `stop()`."""
+
+    def __init__(self, server: Any, procs: list[Proc]) -> None:
+        assert server.proc is not None
+        self.pids = {"apiserver": server.proc.pid, **{p.name: p.pid for p in procs}}
+        self.at: dict[str, float] = {}
+
+    def _now(self) -> dict[str, float]:
+        return {**{name: cpu_seconds(pid) for name, pid in self.pids.items()}, CLIENT: client_cpu()}
+
+    def start(self) -> None:
+        self.at = self._now()
+
+    def stop(self) -> dict[str, float]:
+        return {name: cpu - self.at[name] for name, cpu in self._now().items()}
 
 
 async def start_cluster(args: argparse.Namespace, server: Any, with_controllers: bool) -> tuple[RESTClient, list[Proc]]:
     client = client_for(server)
     await client.__aenter__()
     await make_namespace(client)
+    if not with_controllers and not args.plain_baseline:
+        rs = await client.create("replicasets.apps", {"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                                      "metadata": {"name": "owns-the-direct-pods"},
+                                                      "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "bench"}},
+                                                               "template": pod_template(IMAGE)}}, NS)  # fmt: skip
+        args.direct_owner = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": rs["metadata"]["name"],
+                              "uid": rs["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}]  # fmt: skip
     nodes = start_nodes(server.kubeconfig, server.dir, 0, args.nodes, "")
     procs = [nodes.proc, start_scheduler(server.kubeconfig, server.dir)]
     if with_controllers:
@@ -124,13 +163,23 @@ async def start_cluster(args: argparse.Namespace, server: Any, with_controllers:
     return client, procs
 
 
-async def until(progress: Progress, label: str, total: int, count: Any, check_procs: list[Proc]) -> float:
+async def until(
+    progress: Progress,
+    label: str,
+    total: int,
+    count: Any,
+    check_procs: list[Proc],
+    samples: list[tuple[float, dict[str, int]]],
+    also: Any = None,
+) -> float:
+    """Wait until `count()` reaches `total`, sampling it (and the counts `also()` names) every quarter second."""
     task = progress.add_task(label, total=total)
     t0 = time.monotonic()
     while True:
         for p in check_procs:
             p.check()
         n = await count()
+        samples.append((time.monotonic() - t0, {label: n, **(also() if also else {})}))
         progress.update(task, completed=n)
         if n >= total:
             progress.remove_task(task)
@@ -146,26 +195,36 @@ async def direct(args: argparse.Namespace, n: int) -> Phase:
             watcher = asyncio.create_task(watch_startup(client, times))
             await asyncio.sleep(0.5)
             it = iter(range(n))
+            owner = getattr(args, "direct_owner", None)
 
             async def worker() -> None:
                 for i in it:
-                    await client.create("pods", {"apiVersion": "v1", "kind": "Pod",
-                                                 "metadata": {"name": f"direct-{i}", "labels": {"app": "bench"}},
+                    md: dict[str, Any] = {"name": f"direct-{i}", "labels": {"app": "bench"}}
+                    if owner:
+                        md["ownerReferences"] = owner
+                    await client.create("pods", {"apiVersion": "v1", "kind": "Pod", "metadata": md,
                                                  "spec": pod_template(IMAGE)["spec"]}, NS)  # fmt: skip
 
             with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                           console=console, transient=True) as progress:  # fmt: skip
+                meter = CPUMeter(server, procs)
+                profiles = start_profiles(args.profile, "direct", server, procs)
+                meter.start()
                 t0 = time.monotonic()
                 creators = asyncio.gather(*(worker() for _ in range(args.concurrency)))
 
                 async def running() -> int:
                     return len(times.running)
 
-                await until(progress, "direct: pods Running", n, running, procs)
+                samples: list[tuple[float, dict[str, int]]] = []
+                await until(progress, "direct: pods Running", n, running, procs, samples)
                 await creators
                 seconds = time.monotonic() - t0
+                cpu = meter.stop()
+                stop_profiles(profiles)
             watcher.cancel()
-            return Phase("direct (pods created by this script)", n, seconds, times.latencies())
+            return Phase("direct (pods created by this script)", n, seconds, times.latencies(), samples=samples,
+                         cpu=cpu)  # fmt: skip
         finally:
             for p in procs:
                 p.stop()
@@ -175,13 +234,8 @@ async def direct(args: argparse.Namespace, n: int) -> Phase:
 async def controllers(args: argparse.Namespace, n: int) -> tuple[Phase, Phase]:
     with api_server(False) as server:
         client, procs = await start_cluster(args, server, True)
-        profiles = []
+        profiles: list[tuple[str, subprocess.Popen[bytes]]] = []
         try:
-            if args.profile:
-                assert server.proc is not None
-                profiles = start_profiles(
-                    args.profile, {"controller-manager": procs[-1].pid, "apiserver": server.proc.pid}
-                )
             times = Startup()
             watcher = asyncio.create_task(watch_startup(client, times))
             await asyncio.sleep(0.5)
@@ -195,10 +249,24 @@ async def controllers(args: argparse.Namespace, n: int) -> tuple[Phase, Phase]:
 
             with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                           console=console, transient=True) as progress:  # fmt: skip
+                meter = CPUMeter(server, procs)
+                profiles = start_profiles(args.profile, "deployment", server, procs)
+                meter.start()
                 t0 = time.monotonic()
                 await client.create("deployments.apps", body, NS)
-                await until(progress, "deployment: pods available", n, available, procs)
-                created = Phase("Deployment (controller manager)", n, time.monotonic() - t0, times.latencies())
+                samples: list[tuple[float, dict[str, int]]] = []
+                await until(progress, "deployment: pods available", n, available, procs, samples,
+                            lambda: {"pods Running": len(times.running)})  # fmt: skip
+                created = Phase(
+                    "Deployment (controller manager)",
+                    n,
+                    time.monotonic() - t0,
+                    times.latencies(),
+                    samples=samples,
+                    cpu=meter.stop(),
+                )
+                stop_profiles(profiles)
+                profiles = start_profiles(args.profile, "rolling", server, procs)  # fmt: skip
 
                 least = [n]  # as the Deployment's status says (its ReplicaSets' statuses, which lag the pods)
                 times.track()  # as the pods say
@@ -215,35 +283,51 @@ async def controllers(args: argparse.Namespace, n: int) -> tuple[Phase, Phase]:
                         else min(int(st.get("updatedReplicas") or 0), n - 1)
                     )
 
+                meter.start()
                 t1 = time.monotonic()
                 await client.patch("deployments.apps", "bench",
                                    {"spec": {"template": {"spec": {"containers": [{"name": "pause", "image": IMAGE + "-b"}]}}}}, NS)  # fmt: skip
-                await until(progress, "rolling update: pods updated", n, updated, procs)
-                rolled = Phase("rolling update", n, time.monotonic() - t1, [],
-                               {"least available": times.least, "least in status": least[0],
-                                "promised": n - n // 4})  # fmt: skip
+                rolling: list[tuple[float, dict[str, int]]] = []
+                await until(progress, "rolling update: pods updated", n, updated, procs, rolling,
+                            lambda: {"pods Ready and not deleting": len(times.available)})  # fmt: skip
+                rolled = Phase(
+                    "rolling update",
+                    n,
+                    time.monotonic() - t1,
+                    [],
+                    {"least available": times.least, "least in status": least[0], "promised": n - n // 4},
+                    rolling,
+                    meter.stop(),
+                )
+                stop_profiles(profiles)
+                profiles = []  # fmt: skip
             watcher.cancel()
             return created, rolled
         finally:
-            if profiles:
-                stop_profiles(profiles, args.profile)
+            stop_profiles(profiles)
             for p in procs:
                 p.stop()
             await client.__aexit__(None, None, None)
 
 
-def start_profiles(out: Path, targets: dict[str, int]) -> list[tuple[str, subprocess.Popen[bytes]]]:
-    """py-spy on each process (name: pid), writing collapsed stacks to `out/<name>.txt` once stopped."""
+def start_profiles(out: Path | None, phase: str, server: Any, procs: list[Proc]) -> list[tuple[str, subprocess.Popen[bytes]]]:  # fmt: skip
+    """py-spy on the API server and each component but the nodes, writing collapsed stacks to
+    `out/<phase>-<process>.txt` once stopped; nothing without `out`."""
+    if out is None:
+        return []
     out.mkdir(parents=True, exist_ok=True)
+    targets = {"apiserver": server.proc.pid, **{p.name: p.pid for p in procs if not p.name.startswith("nodes")}}
     started = []
     for name, pid in targets.items():
+        path = out / f"{phase}-{name}.txt"
         cmd = ["py-spy", "record", "--pid", str(pid), "--rate", "50", "--format", "raw", "--nonblocking",
-               "-o", str(out / f"{name}.txt")]  # fmt: skip
-        started.append((name, subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)))
+               "-o", str(path)]  # fmt: skip
+        started.append((str(path), subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)))
     return started
 
 
-def stop_profiles(profiles: list[tuple[str, subprocess.Popen[bytes]]], out: Path) -> None:
+def stop_profiles(profiles: list[tuple[str, subprocess.Popen[bytes]]]) -> None:
+    """Stop the profilers and print where each process's CPU samples were."""
     for _, p in profiles:
         p.send_signal(signal.SIGINT)
     for _, p in profiles:
@@ -252,9 +336,9 @@ def stop_profiles(profiles: list[tuple[str, subprocess.Popen[bytes]]], out: Path
         except subprocess.TimeoutExpired:
             p.kill()
     for name, _ in profiles:
-        path = out / f"{name}.txt"
+        path = Path(name)
         if not path.exists():
-            console.print(f"[yellow]no profile of {name} (py-spy could not attach?)[/]")
+            console.print(f"[yellow]no profile {path} (py-spy could not attach?)[/]")
             continue
         own: collections.Counter[str] = collections.Counter()
         total = 0
@@ -264,10 +348,10 @@ def stop_profiles(profiles: list[tuple[str, subprocess.Popen[bytes]]], out: Path
                 continue
             total += int(count)
             own[stack.split(";")[-1]] += int(count)
-        t = Table(title=f"{name}: where its CPU samples were ({total} samples, {path})")
+        t = Table(title=f"{path.stem}: where its CPU samples were ({total} samples, {path})")
         t.add_column("share", justify="right")
         t.add_column("function (file:line)")
-        for frame, n in own.most_common(12):
+        for frame, n in own.most_common(8):
             t.add_row(f"{100 * n / max(total, 1):.1f}%", frame)
         console.print(t)
 
@@ -282,10 +366,45 @@ def report(base: Phase, made: Phase, rolled: Phase) -> None:
     t.add_row("ratio (Deployment / direct)", "", f"{made.seconds / max(base.seconds, 1e-9):.2f}x (target <= 1.25x)",
               "", "")  # fmt: skip
     console.print(t)
+    t = Table(title="CPU seconds per process over each phase (and ms per pod)")
+    t.add_column("process")
+    for ph in (base, made, rolled):
+        t.add_column(ph.label, justify="right")
+    for name in sorted({name for ph in (base, made, rolled) for name in ph.cpu}):
+        t.add_row(name, *(f"{ph.cpu[name]:.1f} ({ph.cpu[name] / ph.pods * 1e3:.2f})" if name in ph.cpu else "-"
+                          for ph in (base, made, rolled)))  # fmt: skip
+    t.add_row("all", *(f"{sum(ph.cpu.values()):.1f} ({sum(ph.cpu.values()) / ph.pods * 1e3:.2f})"
+                       for ph in (base, made, rolled)))  # fmt: skip
+    console.print(t)
     console.print(f"rolling update of {rolled.pods} pods: {rolled.seconds:.1f} s; least available "
                   f"{rolled.extra['least available']} pods Ready and not deleting, "
                   f"{rolled.extra['least in status']} in the Deployment's status "
                   f"(promised >= {rolled.extra['promised']})")  # fmt: skip
+
+
+def plot(path: Path, base: Phase, made: Phase, rolled: Phase) -> None:
+    """Three panels: pods over time on both paths, startup latency CDFs, the rolling update's availability."""
+    plt = pyplot()
+    if plt is None:
+        return
+    fig, (ax1, ax2, ax3) = plt.subplots(1, 3, figsize=(19, 5))
+    for ph in (base, made):
+        for name in ph.samples[-1][1] if ph.samples else ():
+            ax1.plot([t for t, _ in ph.samples], [c.get(name, 0) for _, c in ph.samples], label=f"{ph.label}: {name}")
+        if ph.latencies:
+            s = sorted(ph.latencies)
+            ax2.plot(s, [(i + 1) / len(s) for i in range(len(s))], label=ph.label)
+    ax1.set(xlabel="seconds since the first create", ylabel="pods", title=f"{made.pods} pods: direct vs Deployment")
+    ax2.set(xlabel="seconds from first seen to Running", ylabel="fraction of pods", title="pod startup latency (CDF)")
+    for name in rolled.samples[-1][1] if rolled.samples else ():
+        ax3.plot([t for t, _ in rolled.samples], [c.get(name, 0) for _, c in rolled.samples], label=name)
+    ax3.axhline(rolled.extra["promised"], color="grey", linestyle=":", label="replicas - maxUnavailable")
+    ax3.set(xlabel="seconds since the new template", ylabel="pods", title="rolling update")
+    for ax in (ax1, ax2, ax3):
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    console.print(f"plot written to {path}")
 
 
 def main() -> None:
@@ -293,8 +412,11 @@ def main() -> None:
     ap.add_argument("--nodes", type=int, default=1000)
     ap.add_argument("--pods-per-node", type=int, default=30)
     ap.add_argument("--concurrency", type=int, default=100, help="direct creates in flight at most")
+    ap.add_argument("--plain-baseline", action="store_true",
+                    help="no ReplicaSet selects the direct pods (the scheduler does not spread them)")  # fmt: skip
     ap.add_argument("--quick", action="store_true", help="smoke run: 50 nodes, 5 pods/node")
-    ap.add_argument("--profile", type=Path, help="py-spy the controller manager and API server into this directory")
+    ap.add_argument("--profile", type=Path, help="py-spy the API server and components into this directory, per phase")
+    ap.add_argument("--plot", type=Path, metavar="FILE.png", help="pods over time and latency CDFs (needs matplotlib)")
     args = ap.parse_args()
     if args.quick:
         args.nodes, args.pods_per_node = 50, 5
@@ -304,6 +426,8 @@ def main() -> None:
     base = asyncio.run(direct(args, n))
     made, rolled = asyncio.run(controllers(args, n))
     report(base, made, rolled)
+    if args.plot:
+        plot(args.plot, base, made, rolled)
     console.print(f"done in {time.perf_counter() - t0:.0f} s")
 
 

@@ -519,7 +519,8 @@ def print_pods(main: PodsResult | None, base: PodsResult | None) -> None:
     console.print(t)
 
 
-def plot(path: str, main: PodsResult | None, base: PodsResult | None) -> None:
+def pyplot() -> Any:
+    """matplotlib's pyplot on the file-only Agg backend, or None (saying how to install it) without matplotlib."""
     try:
         import matplotlib
 
@@ -527,6 +528,13 @@ def plot(path: str, main: PodsResult | None, base: PodsResult | None) -> None:
         import matplotlib.pyplot as plt
     except ImportError:
         console.print("[yellow]--plot needs matplotlib: pip install -e .[bench]")
+        return None
+    return plt
+
+
+def plot(path: str, main: PodsResult | None, base: PodsResult | None) -> None:
+    plt = pyplot()
+    if plt is None:
         return
     fig, (ax1, ax2, ax3) = plt.subplots(1, 3, figsize=(19, 5))
     for r in (main, base):
