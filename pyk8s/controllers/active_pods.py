@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import heapq
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
@@ -158,13 +159,21 @@ def _compare_rest(a: _Ranked, b: _Ranked, by_bucket: bool) -> int:
 
 
 def deletion_order(pods: Sequence[Pod], ranks: Sequence[int], now: dt.datetime | None,
-                   facts: Callable[[Pod], RankFacts] = rank_facts) -> list[Pod]:  # fmt: skip
+                   facts: Callable[[Pod], RankFacts] = rank_facts, first: int | None = None) -> list[Pod]:  # fmt: skip
     """`pods` in the order a controller deletes them (the module docstring's rules); `ranks[i]` is how many
     active pods of the same controller family share pod i's node. `now` None compares times exactly, without
-    the powers of two. `facts` reads each pod's `RankFacts` (a controller passes its informer's memo)."""
+    the powers of two. `facts` reads each pod's `RankFacts` (a controller passes its informer's memo). With
+    `first`, only the first that many (the same as sorting all of them and cutting, without sorting 30,000 pods
+    to delete 500)."""
     ranked = [_Ranked(p, r, now, facts(p)) for p, r in zip(pods, ranks, strict=True)]
     rest = functools.cmp_to_key(lambda a, b: _compare_rest(a, b, now is not None))
-    ranked.sort(key=lambda r: (r.head, rest(r)))
+
+    def key(r: _Ranked) -> tuple[Any, ...]:
+        return (r.head, rest(r))
+
+    if first is not None and first < len(ranked):
+        return [r.pod for r in heapq.nsmallest(first, ranked, key=key)]
+    ranked.sort(key=key)
     return [r.pod for r in ranked]
 
 

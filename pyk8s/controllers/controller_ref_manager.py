@@ -12,12 +12,13 @@ owner deleted since the cache saw it does not take orphans with it.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..api import errors
 from ..api.meta import controller_of
 from ..api.selectors import LabelSelector
 from ..client.cache.indexer import Indexer
+from .podutil import is_pod_ready
 
 Pod = Mapping[str, Any]
 Patch = Callable[[str, str, dict[str, Any]], Awaitable[Any]]  # (namespace, name, strategic merge patch)
@@ -177,11 +178,45 @@ def add_pod_controller_uid_indexer(indexer: Indexer) -> None:
         indexer.add_indexers({POD_CONTROLLER_UID_INDEX: _controller_uid_index})
 
 
+# Pods counted by their controller's UID and their state (`PodState`), so that an owner learns how many of its pods
+# are active, Ready and labelled how without reading each one (Indexer.add_tally).
+POD_STATE_TALLY = "podStateByController"
+
+
+class PodState(NamedTuple):
+    active: bool  # upstream's IsPodActive
+    ready: bool
+    labels: tuple[tuple[str, str], ...]  # sorted
+
+
+def _controller_uid(pod: Pod) -> str | None:
+    ref = controller_of(pod)
+    return str(ref.get("uid") or "") if ref is not None else None
+
+
+def pod_state(pod: Pod) -> PodState:
+    md = pod.get("metadata") or {}
+    phase = (pod.get("status") or {}).get("phase")
+    labels = md.get("labels") or {}
+    return PodState(phase not in ("Succeeded", "Failed") and not md.get("deletionTimestamp"), is_pod_ready(pod),
+                    tuple(sorted((str(k), str(v)) for k, v in labels.items())) if isinstance(labels, dict) else ())  # fmt: skip
+
+
+def add_pod_state_tally(indexer: Indexer) -> None:
+    """Count the pods by controller and `PodState` (once per shared informer, whoever asks first)."""
+    indexer.add_tally(POD_STATE_TALLY, _controller_uid, pod_state)
+
+
+def orphans_of_namespace(indexer: Indexer, namespace: str) -> list[Pod]:
+    """The pods of a namespace without a controller (needs the controller-UID index)."""
+    return indexer.by_index(POD_CONTROLLER_UID_INDEX, f"{namespace}/{ORPHAN_POD_INDEX_KEY}")
+
+
 def pods_by_owner(indexer: Indexer, owner: Mapping[str, Any], include_orphans: bool) -> list[Pod]:
     """The pods whose controller is `owner` and, with `include_orphans`, the orphans of its namespace (upstream:
     FilterPodsByOwner)."""
     md = owner.get("metadata") or {}
     pods: list[Pod] = indexer.by_index(POD_CONTROLLER_UID_INDEX, str(md.get("uid") or ""))
     if include_orphans:
-        pods += indexer.by_index(POD_CONTROLLER_UID_INDEX, f"{md.get('namespace', '')}/{ORPHAN_POD_INDEX_KEY}")
+        pods += orphans_of_namespace(indexer, str(md.get("namespace", "")))
     return pods

@@ -75,6 +75,45 @@ def test_derived_answers_are_worked_out_once_per_object_held_and_forgotten_with_
         idx.derived("rv", lambda o: "other")
 
 
+@settings(max_examples=150, deadline=None)
+@given(
+    ops=st.lists(
+        st.tuples(
+            st.sampled_from(["add", "update", "delete", "replace"]),
+            st.sampled_from(["a", "b", "c", "d"]),
+            st.sampled_from(["web", "db", ""]),
+            st.booleans(),
+        ),
+        max_size=40,
+    )
+)
+def test_a_tally_always_counts_what_the_indexer_holds(ops):
+    idx = Indexer()
+    group = lambda o: o["metadata"]["labels"].get("app") or None  # noqa: E731
+    kind = lambda o: o["metadata"]["labels"].get("ready") == "yes"  # noqa: E731
+    idx.add_tally("t", group, kind)
+    rv = 0
+    for op, name, app, ready in ops:
+        rv += 1
+        obj = pod(name, rv, **({"app": app} if app else {}), ready="yes" if ready else "no")
+        if op == "delete":
+            idx.delete(obj)
+        elif op == "replace":
+            idx.replace([obj, pod("z", rv, app="web", ready="yes")])
+        else:
+            idx.update(obj)
+        want: dict = {}
+        for held in idx.list():
+            g = group(held)
+            if g is not None:
+                want.setdefault(g, {}).setdefault(kind(held), 0)
+                want[g][kind(held)] += 1
+        assert {g: dict(idx.tally("t", g)) for g in ("web", "db")} == {g: want.get(g, {}) for g in ("web", "db")}
+    # A tally added later counts what is already held.
+    idx.add_tally("late", group, kind)
+    assert all(dict(idx.tally("late", g)) == dict(idx.tally("t", g)) for g in ("web", "db"))
+
+
 async def drain(fifo: DeltaFIFO) -> list[tuple[str, list[tuple[str, str]]]]:
     out = []
 

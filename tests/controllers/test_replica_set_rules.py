@@ -1,11 +1,13 @@
 """The ReplicaSet controller's rules without a server: which pods go first on scale-down (property-tested against a
 plain lexicographic order), the deletion-cost annotation, slow-start batches, expectations, and the status it
-computes (counts, availability after minReadySeconds, the ReplicaFailure condition)."""
+computes (counts, availability after minReadySeconds, the ReplicaFailure condition), and that counting from the pod
+informer's tally agrees with reading every pod."""
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -13,14 +15,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pyk8s.api import errors
+from pyk8s.api.selectors import label_selector_from_object
+from pyk8s.client.cache.indexer import Indexer
 from pyk8s.controllers.active_pods import POD_DELETION_COST, deletion_cost, deletion_order, ranks_by_colocation
+from pyk8s.controllers.controller_ref_manager import add_pod_controller_uid_indexer, add_pod_state_tally
 from pyk8s.controllers.expectations import (
     EXPECTATIONS_TIMEOUT,
     ControllerExpectations,
     UIDTrackingControllerExpectations,
 )
 from pyk8s.controllers.pod_control import pod_from_template, pods_prefix, slow_start_batch
-from pyk8s.controllers.replicaset.replica_set_utils import calculate_status, status_unchanged
+from pyk8s.controllers.podutil import POD_FACTS, pod_facts
+from pyk8s.controllers.replicaset.replica_set import ReplicaSetController
+from pyk8s.controllers.replicaset.replica_set_utils import calculate_status, count_pods, status_unchanged
 
 NOW = dt.datetime(2026, 1, 1, 12, 0, 0, tzinfo=dt.UTC)
 
@@ -111,6 +118,11 @@ def test_deletion_order_follows_the_rules_in_order(specs, data):
     keys = [oracle_key(p, rank_of[p["metadata"]["uid"]]) for p in got]
     assert keys == sorted(keys)
     assert sorted(p["metadata"]["uid"] for p in got) == sorted(p["metadata"]["uid"] for p in pods)
+    # Asking for the first k only is the same as ordering all and cutting (with and without powers of two).
+    k = data.draw(st.integers(0, len(pods)))
+    for now in (None, NOW):
+        whole = [p["metadata"]["uid"] for p in deletion_order(pods, ranks, now)]
+        assert [p["metadata"]["uid"] for p in deletion_order(pods, ranks, now, first=k)] == whole[:k]
 
 
 def test_ready_times_in_the_same_power_of_two_tie_by_uid():
@@ -249,3 +261,65 @@ def test_pods_from_a_template():
                                "finalizers": ["x/y"], "ownerReferences": [ref]}  # fmt: skip
     assert pod["spec"] == template["spec"] and pod["spec"] is not template["spec"]
     assert pods_prefix("x" * 253) == "x" * 253  # `<name>-` would be too long for a name prefix
+
+
+def _pod_for_tally(i: int, owner: str | None, app: str, ready: bool, phase: str, deleting: bool) -> dict[str, Any]:
+    # "web-only": selected, but without the template's tier label
+    md: dict[str, Any] = {
+        "name": f"p{i}",
+        "namespace": "ns",
+        "uid": f"u{i}",
+        "labels": {"app": app.removesuffix("-only")},
+    }
+    if app == "web":
+        md["labels"]["tier"] = "front"
+    if owner is not None:
+        md["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": owner, "uid": owner,
+                                  "controller": True}]  # fmt: skip
+    if deleting:
+        md["deletionTimestamp"] = ts(1)
+    return {"metadata": md, "spec": {"nodeName": "n"},
+            "status": {"phase": phase, "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    pods=st.lists(
+        st.tuples(
+            st.sampled_from([None, "rs-1", "rs-2"]),
+            st.sampled_from(["web", "web-only", "db"]),
+            st.booleans(),
+            st.sampled_from(["Pending", "Running", "Succeeded", "Failed"]),
+            st.booleans(),
+        ),
+        max_size=25,
+    ),
+    min_ready=st.sampled_from([0, 0, 5]),
+)
+def test_counting_from_the_tally_agrees_with_reading_every_pod(pods, min_ready):
+    """The sync's shortcut (the pod informer's tally) answers only when reading the pods would adopt, release and
+    choose nothing, and then with the same counts."""
+    idx = Indexer()
+    add_pod_controller_uid_indexer(idx)
+    add_pod_state_tally(idx)
+    for i, p in enumerate(pods):
+        idx.add(_pod_for_tally(i, *p))
+    owner = rs(min_ready=min_ready)
+    owner["metadata"].update(name="rs-1", uid="rs-1")
+    owner["spec"]["template"] = {"metadata": {"labels": {"app": "web", "tier": "front"}}}
+    selector = label_selector_from_object({"matchLabels": {"app": "web"}})
+    rig = SimpleNamespace(pods=SimpleNamespace(indexer=idx), pod_facts=idx.derived(POD_FACTS, pod_facts))
+    got = ReplicaSetController._count_without_reading(rig, owner, selector)  # type: ignore[arg-type]
+
+    def active(p: dict[str, Any]) -> bool:
+        return pod_facts(p).active
+
+    objs = idx.list()
+    mine = [p for p in objs if active(p) and p["metadata"].get("ownerReferences", [{}])[0].get("uid") == "rs-1"]
+    strays = [p for p in mine if not selector.matches(p["metadata"]["labels"])]
+    adoptable = [p for p in objs if active(p) and "ownerReferences" not in p["metadata"]
+                 and selector.matches(p["metadata"]["labels"])]  # fmt: skip
+    if min_ready or strays or adoptable:
+        assert got is None
+    else:
+        assert got == count_pods(owner, mine, NOW)

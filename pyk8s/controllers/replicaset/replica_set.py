@@ -33,8 +33,12 @@ from ...client.rest import RESTClient
 from ...client.workqueue import RateLimitingQueue
 from ..active_pods import RANK_FACTS, deletion_order, rank_facts, ranks_by_colocation
 from ..controller_ref_manager import (
+    POD_STATE_TALLY,
     ControllerRefManager,
+    PodState,
     add_pod_controller_uid_indexer,
+    add_pod_state_tally,
+    orphans_of_namespace,
     pods_by_owner,
     recheck_deletion,
 )
@@ -42,7 +46,7 @@ from ..expectations import UIDTrackingControllerExpectations
 from ..pod_control import SLOW_START_INITIAL_BATCH_SIZE, PodControl, slow_start_batch
 from ..podutil import POD_FACTS, is_pod_ready, pod_facts, pod_key
 from ..workers import queue_workers, run_workers
-from .replica_set_utils import calculate_status, update_status
+from .replica_set_utils import PodCounts, calculate_status, update_status
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +112,7 @@ class ReplicaSetController:
             self.owners.indexer.add_indexers({CONTROLLER_UID_INDEX: _owners_by_controller_uid})
         self.pods = factory.informer_for("pods")
         add_pod_controller_uid_indexer(self.pods.indexer)
+        add_pod_state_tally(self.pods.indexer)
         self.pod_facts = self.pods.indexer.derived(POD_FACTS, pod_facts)
         self.rank_facts = self.pods.indexer.derived(RANK_FACTS, rank_facts)
         self.owners.add_event_handler(
@@ -244,18 +249,32 @@ class ReplicaSetController:
             return
         md = owner.get("metadata") or {}
         facts = self.pod_facts
-        pods = [p for p in pods_by_owner(self.pods.indexer, owner, include_orphans=True) if facts(p).active]
-        pods = await self._claim(owner, selector, pods)
+        manage = needs_sync and not md.get("deletionTimestamp")
         manage_error: BaseException | None = None
-        if needs_sync and not md.get("deletionTimestamp"):
-            try:
-                await self.manage_replicas(pods, owner, key)
-            except (errors.StatusError, ConnectionError, ValueError) as err:
-                manage_error = err
+        counted = self._count_without_reading(owner, selector)
+        if counted is not None and not (
+            manage and counted.replicas > int((owner.get("spec") or {}).get("replicas", 1))
+        ):
+            # Nothing to adopt, release or choose among: the counts are the whole story.
+            if manage:
+                try:
+                    await self.create_missing(counted.replicas, owner, key)
+                except (errors.StatusError, ConnectionError, ValueError) as err:
+                    manage_error = err
+            pods_or_counts: Sequence[Object] | PodCounts = counted
+        else:
+            pods = [p for p in pods_by_owner(self.pods.indexer, owner, include_orphans=True) if facts(p).active]
+            pods = await self._claim(owner, selector, pods)
+            if manage:
+                try:
+                    await self.manage_replicas(pods, owner, key)
+                except (errors.StatusError, ConnectionError, ValueError) as err:
+                    manage_error = err
+            pods_or_counts = pods
         now = dt.datetime.now(dt.UTC)
         try:
             updated = await update_status(self.client, self.kind.resource, owner,
-                                          calculate_status(owner, pods, manage_error, now, facts))  # fmt: skip
+                                          calculate_status(owner, pods_or_counts, manage_error, now, facts))  # fmt: skip
         except errors.NotFound:
             return
         spec, status = updated.get("spec") or {}, updated.get("status") or {}
@@ -267,6 +286,34 @@ class ReplicaSetController:
             self.queue.add_after(key, float(min_ready))
         if manage_error is not None:
             raise manage_error
+
+    def _count_without_reading(self, owner: Object, selector: LabelSelector) -> PodCounts | None:
+        """The owner's active pods counted from the pod informer's tally, when the counts are all a sync needs:
+        no orphan it could adopt, none of its pods to release, no minReadySeconds (which needs each pod's time).
+        None when the pods must be read one by one (the claim and status below do that). A sync that deletes
+        reads them as well, to choose which go."""
+        spec = owner.get("spec") or {}
+        if int(spec.get("minReadySeconds") or 0) > 0:
+            return None
+        md = owner.get("metadata") or {}
+        for orphan in orphans_of_namespace(self.pods.indexer, str(md.get("namespace") or "")):
+            if self.pod_facts(orphan).active and selector.matches((orphan.get("metadata") or {}).get("labels")):
+                return None
+        wanted = dict(((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}).items()
+        active = fully_labeled = ready = 0
+        for state, n in self.pods.indexer.tally(POD_STATE_TALLY, str(md.get("uid") or "")).items():
+            assert isinstance(state, PodState)
+            if not state.active:
+                continue
+            labels = dict(state.labels)
+            if not selector.matches(labels):
+                return None  # owned, but no longer selected: to be released
+            active += n
+            if wanted <= labels.items():
+                fully_labeled += n
+            if state.ready:
+                ready += n
+        return PodCounts(active, fully_labeled, ready, ready)
 
     async def _claim(self, owner: Object, selector: LabelSelector, pods: Sequence[Object]) -> list[Object]:
         md = owner.get("metadata") or {}
@@ -286,6 +333,23 @@ class ReplicaSetController:
         spec = owner.get("spec") or {}
         namespace = str((owner.get("metadata") or {}).get("namespace") or "")
         diff = len(pods) - int(spec.get("replicas", 1))
+        if diff < 0:
+            await self.create_missing(len(pods), owner, key)
+        elif diff > 0:
+            n = min(diff, self.burst_replicas)
+            log.info("%s %s: too many replicas, need %s, deleting %d", self.kind.kind, key, spec.get("replicas", 1), n)
+            doomed = self._pods_to_delete(owner, pods, n)
+            self.expectations.expect_deletions(key, [pod_key(p) for p in doomed])
+
+            await self.pod_control.delete_pods(namespace, doomed, owner,
+                                               lambda pod: self.expectations.deletion_observed(key, pod_key(pod)))  # fmt: skip
+
+    async def create_missing(self, active: int, owner: Object, key: str) -> None:
+        """Create pods from the template while the owner has fewer than spec.replicas (`active` now), at most
+        `burst_replicas` in slow-start batches."""
+        spec = owner.get("spec") or {}
+        namespace = str((owner.get("metadata") or {}).get("namespace") or "")
+        diff = active - int(spec.get("replicas", 1))
         if diff < 0:
             n = min(-diff, self.burst_replicas)
             self.expectations.expect_creations(key, n)
@@ -307,20 +371,12 @@ class ReplicaSetController:
                 self.expectations.creation_observed(key)
             if err is not None:
                 raise err
-        elif diff > 0:
-            n = min(diff, self.burst_replicas)
-            log.info("%s %s: too many replicas, need %s, deleting %d", self.kind.kind, key, spec.get("replicas", 1), n)
-            doomed = self._pods_to_delete(owner, pods, n)
-            self.expectations.expect_deletions(key, [pod_key(p) for p in doomed])
-
-            await self.pod_control.delete_pods(namespace, doomed, owner,
-                                               lambda pod: self.expectations.deletion_observed(key, pod_key(pod)))  # fmt: skip
 
     def _pods_to_delete(self, owner: Object, pods: Sequence[Object], n: int) -> list[Object]:
         if n >= len(pods):
             return list(pods)[:n]
         ranks = ranks_by_colocation(pods, self._related_pods(owner))
-        return deletion_order(pods, ranks, dt.datetime.now(dt.UTC), self.rank_facts)[:n]
+        return deletion_order(pods, ranks, dt.datetime.now(dt.UTC), self.rank_facts, first=n)
 
     def _related_pods(self, owner: Object) -> list[Object]:
         """The pods of every owner with the same controller as `owner` (a Deployment's ReplicaSets), by their

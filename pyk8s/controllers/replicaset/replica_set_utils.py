@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from ...api import errors
 from ...api.meta import json_copy, rfc3339
@@ -31,15 +31,23 @@ def error_text(err: BaseException) -> str:
     return err.message if isinstance(err, errors.StatusError) else str(err)
 
 
-def calculate_status(rs: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], manage_error: BaseException | None,
-                     now: dt.datetime, facts: Callable[[Mapping[str, Any]], PodFacts] = pod_facts) -> dict[str, Any]:  # fmt: skip
-    """The status `rs` should have given its active owned `pods` and how the last manage step went; `facts` reads
-    a pod's readiness (the informer's memo of it, in the controller)."""
+class PodCounts(NamedTuple):
+    """What a ReplicaSet's status counts of its active owned pods."""
+
+    replicas: int
+    fully_labeled: int
+    ready: int
+    available: int
+
+
+def count_pods(rs: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], now: dt.datetime,
+               facts: Callable[[Mapping[str, Any]], PodFacts] = pod_facts) -> PodCounts:  # fmt: skip
+    """Count `pods` (the active ones `rs` owns) for its status; `facts` reads a pod's readiness (the informer's memo
+    of it, in the controller)."""
     spec = rs.get("spec") or {}
-    status: dict[str, Any] = json_copy(rs.get("status") or {})
     template_labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
     min_ready = int(spec.get("minReadySeconds") or 0)
-    # One pass with a subset test for the labels: this runs over every pod at every sync.
+    # One pass with a subset test for the labels.
     wanted = dict(template_labels).items()
     fully_labeled = ready = available_count = 0
     for pod in pods:
@@ -51,10 +59,21 @@ def calculate_status(rs: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], m
             ready += 1
             if available(f, min_ready, now):
                 available_count += 1
+    return PodCounts(len(pods), fully_labeled, ready, available_count)
+
+
+def calculate_status(rs: Mapping[str, Any], pods: Sequence[Mapping[str, Any]] | PodCounts,
+                     manage_error: BaseException | None, now: dt.datetime,
+                     facts: Callable[[Mapping[str, Any]], PodFacts] = pod_facts) -> dict[str, Any]:  # fmt: skip
+    """The status `rs` should have given its active owned `pods` (or their counts) and how the last manage step
+    went."""
+    counted = pods if isinstance(pods, PodCounts) else count_pods(rs, pods, now, facts)
+    spec = rs.get("spec") or {}
+    status: dict[str, Any] = json_copy(rs.get("status") or {})
     conditions: list[dict[str, Any]] = list(status.get("conditions") or [])
     failure = next((c for c in conditions if c.get("type") == REPLICA_FAILURE), None)
     if manage_error is not None and failure is None:
-        diff = len(pods) - int(spec.get("replicas", 1))
+        diff = counted.replicas - int(spec.get("replicas", 1))
         reason = "FailedCreate" if diff < 0 else "FailedDelete" if diff > 0 else ""
         conditions.append({"type": REPLICA_FAILURE, "status": "True", "lastTransitionTime": rfc3339(now),
                            "reason": reason, "message": error_text(manage_error)})  # fmt: skip
@@ -64,8 +83,8 @@ def calculate_status(rs: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], m
         status["conditions"] = conditions
     else:
         status.pop("conditions", None)
-    counts = {"replicas": len(pods), "fullyLabeledReplicas": fully_labeled, "readyReplicas": ready,
-              "availableReplicas": available_count}  # fmt: skip
+    counts = {"replicas": counted.replicas, "fullyLabeledReplicas": counted.fully_labeled,
+              "readyReplicas": counted.ready, "availableReplicas": counted.available}  # fmt: skip
     for k, v in counts.items():
         # As the Go types encode them: `replicas` always, the other counts only when not zero.
         if v or k == "replicas":
