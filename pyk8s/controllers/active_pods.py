@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from ..api.meta import parse_time
+from ..api.selectors import LabelSelector
 from .podutil import is_pod_ready, ready_since
 
 Pod = Mapping[str, Any]
@@ -177,12 +178,20 @@ def deletion_order(pods: Sequence[Pod], ranks: Sequence[int], now: dt.datetime |
     return [r.pod for r in ranked]
 
 
-def ranks_by_colocation(pods: Sequence[Pod], related: Iterable[Pod]) -> list[int]:
-    """For each of `pods`, the number of active pods among `related` (the pods of every ReplicaSet with the same
-    owner) on the same node (upstream: getPodsRankedByRelatedPodsOnSameNode)."""
+def related_pods_per_node(candidates: Iterable[Pod], selectors: Sequence[LabelSelector],
+                          active: Callable[[Pod], bool] = is_pod_active) -> dict[str, int]:  # fmt: skip
+    """How many active pods each node holds among `candidates` that any of `selectors` matches (upstream: the
+    pods getIndirectlyRelatedPods finds by the selectors of every ReplicaSet with the same owner, counted per node
+    by getPodsRankedByRelatedPodsOnSameNode); each pod counted once, unscheduled ones under ""."""
     on_node: dict[str, int] = {}
-    for p in related:
-        if is_pod_active(p):
+    for p in candidates:
+        labels = (p.get("metadata") or {}).get("labels") or {}
+        if active(p) and any(sel.matches(labels) for sel in selectors):
             node = (p.get("spec") or {}).get("nodeName") or ""
             on_node[node] = on_node.get(node, 0) + 1
+    return on_node
+
+
+def colocation_ranks(pods: Sequence[Pod], on_node: Mapping[str, int]) -> list[int]:
+    """Each pod's rank for rule 5: how many related pods share its node (`related_pods_per_node`)."""
     return [on_node.get((p.get("spec") or {}).get("nodeName") or "", 0) for p in pods]

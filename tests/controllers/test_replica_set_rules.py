@@ -15,9 +15,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pyk8s.api import errors
-from pyk8s.api.selectors import label_selector_from_object
+from pyk8s.api.selectors import label_selector_from_object, parse_label_selector
 from pyk8s.client.cache.indexer import Indexer
-from pyk8s.controllers.active_pods import POD_DELETION_COST, deletion_cost, deletion_order, ranks_by_colocation
+from pyk8s.controllers.active_pods import (
+    POD_DELETION_COST,
+    colocation_ranks,
+    deletion_cost,
+    deletion_order,
+    related_pods_per_node,
+)
 from pyk8s.controllers.controller_ref_manager import add_pod_controller_uid_indexer, add_pod_state_tally
 from pyk8s.controllers.expectations import (
     EXPECTATIONS_TIMEOUT,
@@ -154,9 +160,20 @@ def test_deletion_cost_annotation(value, cost):
 
 
 def test_colocation_ranks_count_active_related_pods_per_node():
-    pods = [make_pod("a", node="n1"), make_pod("b", node="n2")]
-    related = [*pods, make_pod("c", node="n1"), make_pod("d", node="n1", phase="Succeeded")]
-    assert ranks_by_colocation(pods, related) == [2, 1]
+    pods = [labelled(make_pod("a", node="n1"), app="web", h="1"), labelled(make_pod("b", node="n2"), app="web", h="1")]
+    candidates = [
+        *pods,
+        labelled(make_pod("c", node="n1"), app="web", h="2"),  # another ReplicaSet of the same Deployment
+        labelled(make_pod("d", node="n1", phase="Succeeded"), app="web", h="2"),  # not active
+        labelled(make_pod("e", node="n1"), app="db"),  # selected by neither
+        labelled(make_pod("f"), app="web", h="1"),  # not scheduled
+    ]
+    selectors = [parse_label_selector("app=web,h=1"), parse_label_selector("app=web,h=2"), parse_label_selector("app")]
+    on_node = related_pods_per_node(candidates, selectors[:2])
+    assert on_node == {"n1": 2, "n2": 1, "": 1}
+    assert colocation_ranks(pods, on_node) == [2, 1]
+    # A pod two selectors match counts once.
+    assert related_pods_per_node(candidates, selectors) == {"n1": 3, "n2": 1, "": 1}
 
 
 @settings(max_examples=200, deadline=None)

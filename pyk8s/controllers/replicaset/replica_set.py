@@ -31,7 +31,7 @@ from ...client.cache.indexer import meta_namespace_key
 from ...client.events import EventBroadcaster
 from ...client.rest import RESTClient
 from ...client.workqueue import RateLimitingQueue
-from ..active_pods import RANK_FACTS, deletion_order, rank_facts, ranks_by_colocation
+from ..active_pods import RANK_FACTS, colocation_ranks, deletion_order, rank_facts, related_pods_per_node
 from ..controller_ref_manager import (
     POD_STATE_TALLY,
     ControllerRefManager,
@@ -375,27 +375,24 @@ class ReplicaSetController:
     def _pods_to_delete(self, owner: Object, pods: Sequence[Object], n: int) -> list[Object]:
         if n >= len(pods):
             return list(pods)[:n]
-        ranks = ranks_by_colocation(pods, self._related_pods(owner))
+        ranks = colocation_ranks(pods, self._related_pods_per_node(owner))
         return deletion_order(pods, ranks, dt.datetime.now(dt.UTC), self.rank_facts, first=n)
 
-    def _related_pods(self, owner: Object) -> list[Object]:
-        """The pods of every owner with the same controller as `owner` (a Deployment's ReplicaSets), by their
-        selectors (upstream: getIndirectlyRelatedPods); none for an owner no one controls."""
+    def _related_pods_per_node(self, owner: Object) -> dict[str, int]:
+        """How many active pods each node holds of every owner with the same controller as `owner` (a
+        Deployment's ReplicaSets), found by those owners' selectors (upstream: getIndirectlyRelatedPods, then
+        getPodsRankedByRelatedPodsOnSameNode); empty for an owner no one controls. One pass over the namespace's
+        pods."""
         ref = controller_of(owner)
         if ref is None:
-            return []
-        seen: set[str] = set()
-        out: list[Object] = []
-        namespace = str((owner.get("metadata") or {}).get("namespace") or "")
+            return {}
+        selectors = []
         for related in self.owners.indexer.by_index(CONTROLLER_UID_INDEX, str(ref.get("uid"))):
             try:
-                selector = self.kind.selector(related)
+                selectors.append(self.kind.selector(related))
             except SelectorError:
                 continue
-            for pod in self.pods.indexer.by_index("namespace", namespace):
-                pmd = pod.get("metadata") or {}
-                uid = str(pmd.get("uid") or "")
-                if uid not in seen and selector.matches(pmd.get("labels") or {}):
-                    seen.add(uid)
-                    out.append(pod)
-        return out
+        namespace = str((owner.get("metadata") or {}).get("namespace") or "")
+        facts = self.pod_facts
+        return related_pods_per_node(self.pods.indexer.by_index("namespace", namespace), selectors,
+                                     lambda p: facts(p).active)  # fmt: skip
