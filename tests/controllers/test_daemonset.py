@@ -126,25 +126,32 @@ def test_rolling_update_with_surge_keeps_every_node_served(cluster):
     desired = kubectl_json(cluster, "get", "ds", "surge")["status"]["desiredNumberScheduled"]
     cluster.kubectl("set", "image", "ds/surge", "c=agent:2", check=True)
 
-    def ready_nodes_and_most_pods_per_node() -> tuple[int, int]:
+    def sample_pods() -> tuple[int, int, set[str]]:
+        """Nodes with a Ready pod, the most pods on one node, and the images of the pods not being deleted."""
         pods = kubectl_json(cluster, "get", "pods", "-l", "app=surge")["items"]
         per_node: dict[str, int] = {}
         ready: set[str] = set()
+        images: set[str] = set()
         for p in pods:
             node = p["spec"].get("nodeName") or "?"
             per_node[node] = per_node.get(node, 0) + 1
             conds = {c["type"]: c["status"] for c in p.get("status", {}).get("conditions", [])}
-            if conds.get("Ready") == "True" and not p["metadata"].get("deletionTimestamp"):
-                ready.add(node)
-        return len(ready), max(per_node.values(), default=0)
+            if not p["metadata"].get("deletionTimestamp"):
+                images.add(p["spec"]["containers"][0]["image"])
+                if conds.get("Ready") == "True":
+                    ready.add(node)
+        return len(ready), max(per_node.values(), default=0), images
 
     least_ready, most_per_node = desired, 1
     deadline = time.monotonic() + 90
     while True:  # sample the pods until the rollout is done
-        ready, most = ready_nodes_and_most_pods_per_node()
-        least_ready, most_per_node = min(least_ready, ready), max(most_per_node, most)
+        # The status first, then the pods: a status read after the pods could count a new pod the sample missed
+        # while its old neighbour is still there.
         st = kubectl_json(cluster, "get", "ds", "surge")["status"]
-        if st.get("updatedNumberScheduled") == desired and st.get("numberAvailable") == desired and most == 1:
+        ready, most, images = sample_pods()
+        least_ready, most_per_node = min(least_ready, ready), max(most_per_node, most)
+        done = st.get("updatedNumberScheduled") == desired and st.get("numberAvailable") == desired
+        if done and most == 1 and images == {"agent:2"}:
             break
         assert time.monotonic() < deadline, f"surge rollout not done: {st}"
     pods = pods_of(cluster, "surge")

@@ -190,9 +190,31 @@ def test_a_rollout_that_never_becomes_ready_exceeds_its_deadline(cluster):
     assert conds["Available"]["status"] == "False"
 
 
-def test_deleting_a_deployment_deletes_its_replica_sets_and_pods(cluster):
-    cluster.kubectl("apply", "-f", "-", input=deployment("bye", 2), check=True)
-    assert rollout_status(cluster, "bye").returncode == 0
-    cluster.kubectl("delete", "deploy", "bye", check=True)
-    wait_for("replica sets gone", lambda: not replica_sets(cluster, "bye"))
-    wait_for("pods gone", lambda: not kubectl_json(cluster, "get", "pods", "-l", "app=bye")["items"])
+@pytest.mark.parametrize("cascade", ["background", "foreground", "orphan"])
+def test_deleting_a_deployment_cascades_as_asked(cluster, cascade):
+    name = f"bye-{cascade}"
+    cluster.kubectl("apply", "-f", "-", input=deployment(name, 2), check=True)
+    assert rollout_status(cluster, name).returncode == 0
+    (rs,) = replica_sets(cluster, name)
+    pods = {p["metadata"]["uid"] for p in kubectl_json(cluster, "get", "pods", "-l", f"app={name}")["items"]}
+    assert len(pods) == 2
+    # kubectl waits for the Deployment itself to go (for foreground: after its ReplicaSet and pods).
+    cluster.kubectl("delete", "deploy", name, f"--cascade={cascade}", "--timeout=60s", check=True, timeout=90)
+    if cascade == "orphan":
+        # The ReplicaSet and its pods stay; the ReplicaSet no longer names an owner, and it keeps its pods.
+        def orphaned() -> bool:
+            left = replica_sets(cluster, name)
+            return len(left) == 1 and not left[0]["metadata"].get("ownerReferences")
+
+        wait_for("the ReplicaSet released", orphaned)
+        assert replica_sets(cluster, name)[0]["metadata"]["uid"] == rs["metadata"]["uid"]
+        kept = kubectl_json(cluster, "get", "pods", "-l", f"app={name}")["items"]
+        assert {p["metadata"]["uid"] for p in kept} == pods
+        assert all(p["metadata"]["ownerReferences"][0]["uid"] == rs["metadata"]["uid"] for p in kept)
+        cluster.kubectl("delete", "rs", rs["metadata"]["name"], check=True)
+    else:
+        if cascade == "foreground":
+            # Foreground: the Deployment was only removed once nothing it owned was left.
+            assert not replica_sets(cluster, name)
+        wait_for("replica sets gone", lambda: not replica_sets(cluster, name))
+    wait_for("pods gone", lambda: not kubectl_json(cluster, "get", "pods", "-l", f"app={name}")["items"])

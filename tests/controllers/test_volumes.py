@@ -64,17 +64,17 @@ def test_statefulset_claims_are_provisioned_and_bound(cluster):
     assert "local-path (default)" in cluster.kubectl("get", "storageclass", check=True).stdout
     template = {"metadata": {"name": "www"},
                 "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "2Gi"}}}}  # fmt: skip
-    sts = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "web"},
-           "spec": {"replicas": 2, "serviceName": "web", "selector": {"matchLabels": {"app": "web"}},
-                    "template": {"metadata": {"labels": {"app": "web"}},
+    sts = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "store"},
+           "spec": {"replicas": 2, "serviceName": "store", "selector": {"matchLabels": {"app": "store"}},
+                    "template": {"metadata": {"labels": {"app": "store"}},
                                  "spec": {"containers": [{"name": "c", "image": "nginx"}]}},
                     "volumeClaimTemplates": [template]}}  # fmt: skip
     apply(cluster, sts)
-    res = cluster.kubectl("rollout", "status", "sts/web", "--timeout=90s", timeout=120)
+    res = cluster.kubectl("rollout", "status", "sts/store", "--timeout=90s", timeout=120)
     assert res.returncode == 0, res.stdout + res.stderr
     for i in range(2):
-        claim = kubectl_json(cluster, "get", "pvc", f"www-web-{i}")
-        pod = kubectl_json(cluster, "get", "pod", f"web-{i}")
+        claim = kubectl_json(cluster, "get", "pvc", f"www-store-{i}")
+        pod = kubectl_json(cluster, "get", "pod", f"store-{i}")
         assert claim["status"]["phase"] == "Bound" and claim["spec"]["storageClassName"] == "local-path"
         assert claim["status"]["capacity"] == {"storage": "2Gi"} and claim["status"]["accessModes"] == ["ReadWriteOnce"]
         assert "kubernetes.io/pvc-protection" in claim["metadata"]["finalizers"]
@@ -85,24 +85,24 @@ def test_statefulset_claims_are_provisioned_and_bound(cluster):
         volume = kubectl_json(cluster, "get", "pv", claim["spec"]["volumeName"])
         assert volume["metadata"]["name"] == f"pvc-{claim['metadata']['uid']}"
         assert volume["status"]["phase"] == "Bound" and volume["spec"]["persistentVolumeReclaimPolicy"] == "Delete"
-        assert volume["spec"]["claimRef"]["name"] == f"www-web-{i}"
+        assert volume["spec"]["claimRef"]["name"] == f"www-store-{i}"
         assert volume["spec"]["local"]["path"] == (
-            f"/var/lib/rancher/k3s/storage/{volume['metadata']['name']}_default_www-web-{i}"
+            f"/var/lib/rancher/k3s/storage/{volume['metadata']['name']}_default_www-store-{i}"
         )
         terms = volume["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"]
         assert terms[0]["matchExpressions"][0]["values"] == [pod["spec"]["nodeName"]]
         assert volume["metadata"]["annotations"]["pv.kubernetes.io/provisioned-by"] == "rancher.io/local-path"
         assert "kubernetes.io/pv-protection" in volume["metadata"]["finalizers"]
-    reasons = [r for r, _ in events_of(cluster, "www-web-0")]
+    reasons = [r for r, _ in events_of(cluster, "www-store-0")]
     assert {"ExternalProvisioning", "Provisioning", "ProvisioningSucceeded"} <= set(reasons), reasons
-    table = cluster.kubectl("get", "pvc", "www-web-0", check=True).stdout
+    table = cluster.kubectl("get", "pvc", "www-store-0", check=True).stdout
     assert "Bound" in table and "local-path" in table
 
     # Deleting a claim in use waits for its pod; then its provisioned volume goes too (reclaim policy Delete).
-    volume_name = kubectl_json(cluster, "get", "pvc", "www-web-1")["spec"]["volumeName"]
-    cluster.kubectl("scale", "sts/web", "--replicas=1", check=True)
-    cluster.kubectl("delete", "pvc", "www-web-1", "--wait=false", check=True)
-    wait_for("the claim gone once its pod is", lambda: get(cluster, "pvc", "www-web-1") is None, timeout=60)
+    volume_name = kubectl_json(cluster, "get", "pvc", "www-store-1")["spec"]["volumeName"]
+    cluster.kubectl("scale", "sts/store", "--replicas=1", check=True)
+    cluster.kubectl("delete", "pvc", "www-store-1", "--wait=false", check=True)
+    wait_for("the claim gone once its pod is", lambda: get(cluster, "pvc", "www-store-1") is None, timeout=60)
     wait_for("its volume deleted", lambda: get(cluster, "pv", volume_name) is None, timeout=60)
 
 
@@ -143,8 +143,10 @@ def test_static_volume_binds_and_is_released(cluster):
     wait_for("claim-c Bound", lambda: phase(cluster, "pvc", "claim-c") == "Bound")
     cluster.kubectl("delete", "pvc", "claim-c", check=True, timeout=60)
     wait_for("disk-del Failed", lambda: phase(cluster, "pv", "disk-del") == "Failed")
-    assert ("VolumeFailedDelete", 'error getting deleter volume plugin for volume "disk-del": no deletable volume '
-            "plugin matched") in events_of(cluster, "disk-del")  # fmt: skip
+    # The event follows the status write (as upstream's recorder, asynchronously): wait for it, not assume it.
+    failed = ("VolumeFailedDelete", 'error getting deleter volume plugin for volume "disk-del": no deletable volume '
+              "plugin matched")  # fmt: skip
+    wait_for("the VolumeFailedDelete event", lambda: failed in events_of(cluster, "disk-del"))
 
 
 def test_claims_that_cannot_bind_say_why(cluster):
