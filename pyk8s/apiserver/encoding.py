@@ -1,6 +1,6 @@
-"""Request bodies in, responses out: JSON or YAML decoding with the body size limit and field validation,
-and encoding of objects, lists, Tables and Status errors (upstream: endpoints/handlers/rest.go and the
-serializers)."""
+"""Request bodies in, responses out: JSON, YAML or protobuf decoding with the body size limit and field
+validation, and encoding of objects, lists, Tables and Status errors in the negotiated format (upstream:
+endpoints/handlers/rest.go and the serializers; protobuf is api/protobuf)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from aiohttp.web_protocol import RequestPayloadError
 
 from ..api import errors, goyaml
 from ..api.meta import Object
+from ..api.protobuf import codec as protobuf
 from ..api.resources import Resource
 from ..api.types.codec import (
     DecodeError,
@@ -25,7 +26,7 @@ from ..api.types.codec import (
     json_kind,
     unknown_paths,
 )
-from .negotiation import JSON, YAML, Output, body_format
+from .negotiation import JSON, PROTOBUF, YAML, Output, body_format, choose_output
 
 MAX_BODY_BYTES = 3 * 1024 * 1024
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
@@ -83,11 +84,36 @@ def _construct_unique(loader: Any, node: Any, deep: bool = False) -> dict[str, A
 _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_unique)
 
 
-def decode(data: bytes, content_type: str | None, *, check_duplicates: bool = False) -> tuple[Any, list[str]]:
+def _summary(data: bytes, most: int = 30) -> str:
+    """The start of a body as upstream's decode errors quote it: JSON as text, anything else in hex."""
+    if not data:
+        return "<empty>"
+    if data[:1] == b"{":
+        return data[:most].decode("utf-8", "replace") + (" ..." if len(data) > most else "")
+    return data[:most].hex() + (" ..." if len(data) > most else "")
+
+
+def decode(
+    data: bytes, content_type: str | None, *, check_duplicates: bool = False, kind: str = ""
+) -> tuple[Any, list[str]]:
     """The decoded body and the duplicate fields found (only looked for when asked: it costs a slower parser).
-    YAML is read as upstream reads it (api/goyaml); nesting beyond goyaml.MAX_DEPTH is refused either way."""
+    YAML is read as upstream reads it (api/goyaml); nesting beyond goyaml.MAX_DEPTH is refused either way.
+    `kind`: what the endpoint takes, named in the error for a protobuf body that is not one."""
     fmt = body_format(content_type)
     duplicates: list[str] = []
+    if fmt == PROTOBUF:
+        # Protobuf has no strict mode upstream: unknown fields are dropped, duplicates are not an error.
+        try:
+            return protobuf.decode_object(data), duplicates
+        except protobuf.UnknownKind as e:
+            raise errors.bad_request(
+                f"{e.kind} in version {errors.go_quote(e.version)} cannot be handled as a {kind or e.kind}: {e}"
+            ) from None
+        except ValueError as e:  # ProtobufError, or an embedded object's JSON that does not parse
+            detail = f"{e} ({_summary(data)})"
+            raise errors.bad_request(
+                f"the object provided is unrecognized (must be of type {kind}): {detail}" if kind else detail
+            ) from None
     if fmt == JSON:
         try:
             value = orjson.loads(data)
@@ -235,6 +261,8 @@ def body_object(obj: Any, served: Resource) -> Object:
 
 
 def encode(doc: Any, out: Output) -> bytes:
+    if out.media == PROTOBUF:
+        return protobuf.encode_object(doc)
     if out.media == YAML:
         return yaml.dump(doc, Dumper=_Dumper, default_flow_style=False, sort_keys=False).encode()
     return orjson.dumps(doc)
@@ -251,8 +279,20 @@ def add_warnings(resp: web.StreamResponse, warnings: list[str] | None) -> None:
         resp.headers.add("Warning", '299 - "' + w.replace("\\", "\\\\").replace('"', '\\"') + '"')
 
 
-def status_response(err: errors.StatusError) -> web.Response:
-    resp = web.Response(body=orjson.dumps(err.status()), status=err.code, content_type=JSON)
+def status_response(err: errors.StatusError, accept: str | None = None) -> web.Response:
+    """An error as a Status, in protobuf when the client prefers it (as upstream answers every error in the
+    negotiated format), otherwise JSON."""
+    media = JSON
+    if accept and PROTOBUF in accept:
+        try:
+            media = choose_output(accept, protobuf=True).media
+        except errors.StatusError:
+            pass
+    if media == PROTOBUF:
+        body = protobuf.encode_object(err.status())
+    else:
+        media, body = JSON, orjson.dumps(err.status())
+    resp = web.Response(body=body, status=err.code, content_type=media)
     if err.retry_after is not None:
         resp.headers["Retry-After"] = str(err.retry_after)
     return resp

@@ -195,13 +195,13 @@ def build_middlewares(cfg: ChainConfig, limits: dict[str, InflightLimit]) -> lis
                 refused = f(request)
                 if refused is not None:
                     code = refused.code
-                    return status_response(refused)
+                    return status_response(refused, request.headers.get("Accept"))
             resp = await limited(request, handler)
             code = resp.status
             return resp
         except errors.StatusError as err:
             code = err.code
-            return status_response(err)
+            return status_response(err, request.headers.get("Accept"))
         except web.HTTPException:
             raise
         except (ConnectionResetError, asyncio.CancelledError):
@@ -210,7 +210,7 @@ def build_middlewares(cfg: ChainConfig, limits: dict[str, InflightLimit]) -> lis
         except Exception as err:  # never a traceback to the client, never a dead server
             # The traceback goes to the log; the client learns that it was the server's fault, not how.
             log.exception("panic serving %s %s: %s", request.method, request.path_qs, type(err).__name__)
-            return status_response(errors.internal_error(PANIC_MESSAGE))
+            return status_response(errors.internal_error(PANIC_MESSAGE), request.headers.get("Accept"))
         finally:
             if cfg.on_request_done is not None:
                 cfg.on_request_done(request, code, time.perf_counter() - start)

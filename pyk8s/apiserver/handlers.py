@@ -182,7 +182,8 @@ class ResourceHandlers:
     # -- output ----------------------------------------------------------------------------------------
 
     def output(self, request: web.Request) -> Output:
-        return choose_output(request.headers.get("Accept"))
+        # Every kind these handlers serve is built in, with a protobuf message.
+        return choose_output(request.headers.get("Accept"), protobuf=True)
 
     def object_response(
         self,
@@ -276,7 +277,9 @@ class ResourceHandlers:
     async def _decode_object(self, request: web.Request, r: Resolved) -> tuple[Object, list[str]]:
         mode = field_validation(request.query)
         data = await read_body(request)
-        raw, dups = decode(data, request.headers.get("Content-Type"), check_duplicates=mode == "Strict")
+        raw, dups = decode(
+            data, request.headers.get("Content-Type"), check_duplicates=mode == "Strict", kind=r.served.kind
+        )
         obj = body_object(raw, r.served)
         return typed_object(obj, r.served, mode, dups)
 
@@ -353,7 +356,7 @@ class ResourceHandlers:
             group = {"group": r.served.group} if r.served.group else {}
             details = {"name": md.get("name", ""), **group, "kind": r.served.plural, "uid": md.get("uid", "")}
             doc = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
-            return respond(doc, Output(), status)
+            return respond(doc, self.output(request), status)
         return self.object_response(request, r, obj, status)
 
     async def delete_collection(self, request: web.Request, r: Resolved, ctx: Context) -> web.Response:
@@ -375,7 +378,7 @@ async def delete_options(request: web.Request) -> DeleteOptions:
     body: dict[str, Any] = {}
     data = await read_body(request)
     if data.strip():
-        raw, _ = decode(data, request.headers.get("Content-Type"))
+        raw, _ = decode(data, request.headers.get("Content-Type"), kind="DeleteOptions")
         body = typed_body(raw, DELETE_OPTIONS, "DeleteOptions")
     return delete_options_from(body, request.query)
 

@@ -1,8 +1,9 @@
 """Content negotiation: which body formats a request carries and which response format a client accepts
 (upstream: apiserver/pkg/endpoints/handlers/negotiation).
 
-Bodies: JSON (also when no Content-Type is sent) and YAML. Protobuf is recognised and refused with 415 until
-pyk8s speaks it. Responses: JSON, YAML, and the `as=Table` / `as=PartialObjectMetadata` transformations.
+Bodies: JSON (also when no Content-Type is sent), YAML and protobuf. Responses: JSON, YAML, protobuf for kinds that
+have a protobuf message (every built-in kind; a client that also accepts JSON gets JSON for the others, one that
+only takes protobuf a 406), and the `as=Table` (JSON and YAML only) / `as=PartialObjectMetadata` transformations.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, APPLY_PATCH_YAML)
 
 UNKNOWN_FORMAT = (
     "the body of the request was in an unknown format - accepted media types include: "
-    "application/json, application/yaml"
+    "application/json, application/yaml, application/vnd.kubernetes.protobuf"
 )
 
 
@@ -67,16 +68,13 @@ def body_format(content_type: str | None) -> str:
     if mt in (YAML, "application/x-yaml", "text/yaml"):
         return YAML
     if mt == PROTOBUF:
-        raise errors.unsupported_media_type(
-            "the body of the request was in an unknown format - accepted media types include: "
-            "application/json, application/yaml (pyk8s does not speak protobuf yet)"
-        )
+        return PROTOBUF
     raise errors.unsupported_media_type(UNKNOWN_FORMAT)
 
 
 @dataclass(frozen=True)
 class Output:
-    """The chosen response format: `media` is JSON or YAML; `transform` is "", "Table",
+    """The chosen response format: `media` is JSON, YAML or protobuf; `transform` is "", "Table",
     "PartialObjectMetadata" or "PartialObjectMetadataList"; `version` the meta.k8s.io version asked for."""
 
     media: str = JSON
@@ -87,8 +85,9 @@ class Output:
 
 # Clients send the same few Accept headers over and over; an Output is immutable, so each answer is kept.
 @functools.lru_cache(maxsize=512)
-def choose_output(accept: str | None, *, allow_table: bool = True) -> Output:
-    """The best response format the Accept header allows; 406 if none."""
+def choose_output(accept: str | None, *, allow_table: bool = True, protobuf: bool = False) -> Output:
+    """The best response format the Accept header allows; 406 if none. `protobuf`: the kind has a protobuf
+    form (Tables never do; PartialObjectMetadata does)."""
     ranges = parse_media_types(accept)
     if not ranges:
         return Output()
@@ -105,12 +104,14 @@ def choose_output(accept: str | None, *, allow_table: bool = True) -> Output:
             if m.as_ == "Table" and allow_table:
                 return Output(JSON if base == PROTOBUF else base, "Table", version)
             if m.as_ in ("PartialObjectMetadata", "PartialObjectMetadataList"):
-                return Output(JSON if base == PROTOBUF else base, m.as_, version)
+                if base == PROTOBUF and version != "v1":
+                    continue  # meta.k8s.io/v1beta1's PartialObjectMetadataList is not served in protobuf here
+                return Output(base, m.as_, version)
             continue
-        if base == PROTOBUF:
+        if base == PROTOBUF and not protobuf:
             continue  # a client that lists JSON too gets JSON; one that only takes protobuf gets a 406
         return Output(base, stream=m.params.get("stream") == "watch")
+    accepted = "application/json, application/yaml, " + ("application/vnd.kubernetes.protobuf, " if protobuf else "")
     raise errors.not_acceptable(
-        "only the following media types are accepted: application/json, application/yaml, "
-        "application/json;as=Table;v=v1;g=meta.k8s.io"
+        "only the following media types are accepted: " + accepted + "application/json;as=Table;v=v1;g=meta.k8s.io"
     )

@@ -345,10 +345,10 @@ class APIServer:
             ctx = Context(request["user"])
             if info.verb == "watch":
                 r = self.handlers.resolve(info)
-                out = choose_output(request.headers.get("Accept"))
+                out = choose_output(request.headers.get("Accept"), protobuf=True)
                 table = out.transform == "Table"
                 include = check_include_object(request.query.get("includeObject", "")) if table else ""
-                return await self.watches.serve(request, r, table, include, out.version)
+                return await self.watches.serve(request, r, table, include, out.version, out.media)
             return await self.handlers.serve(request, info, ctx)
         return await self.non_resource(request)
 

@@ -132,7 +132,7 @@ class Subresources:
         c = h._context(request, ctx)
         data = await read_body(request)
         if r.info.verb == "update":
-            raw, _ = decode(data, request.headers.get("Content-Type"))
+            raw, _ = decode(data, request.headers.get("Content-Type"), kind="Scale")
             raw = typed_body(raw, _SCALE, "Scale")
 
             def new_scale(current: Object) -> Object:
@@ -171,7 +171,7 @@ class Subresources:
 
     async def binding(self, request: web.Request, info: RequestInfo, ctx: Context) -> web.Response:
         """`pods/<name>/binding`, and the `bindings` resource (the pod named by the Binding's name)."""
-        raw, _ = decode(await read_body(request), request.headers.get("Content-Type"))
+        raw, _ = decode(await read_body(request), request.headers.get("Content-Type"), kind="Binding")
         binding = typed_body(raw, _BINDING, "Binding")
         name = (binding.get("metadata") or {}).get("name") or ""
         if info.subresource:
@@ -184,7 +184,7 @@ class Subresources:
         return await bind_pod(pods, info.namespace, name, binding, self.handlers._context(request, ctx))
 
     async def eviction(self, request: web.Request, r: Resolved, ctx: Context) -> web.Response:
-        raw, _ = decode(await read_body(request), request.headers.get("Content-Type"))
+        raw, _ = decode(await read_body(request), request.headers.get("Content-Type"), kind="Eviction")
         raw = typed_body(raw, _EVICTION, "Eviction")
         name = (raw.get("metadata") or {}).get("name") or r.info.name
         if name != r.info.name:

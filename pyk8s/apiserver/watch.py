@@ -1,5 +1,6 @@
-"""Watch streams: `?watch=true` answered with newline-delimited JSON events over a chunked response
-(upstream: apiserver/pkg/endpoints/handlers/watch.go).
+"""Watch streams: `?watch=true` answered with newline-delimited JSON events over a chunked response, or with
+length-prefixed protobuf WatchEvent frames (`application/vnd.kubernetes.protobuf;stream=watch`) for a client
+that prefers protobuf (upstream: apiserver/pkg/endpoints/handlers/watch.go).
 
 Each event's encoding is computed once and cached on the watch cache's event, so a hundred watchers of
 the same resource in the same format share it. Events that are already queued are written together. A
@@ -17,10 +18,11 @@ import orjson
 from aiohttp import web
 
 from ..api import errors
+from ..api.protobuf import codec as protobuf
 from ..storage.cacher import CacheWatcher, WatchedEvent
 from ..storage.interface import BOOKMARK
 from . import tables
-from .negotiation import JSON
+from .negotiation import JSON, PROTOBUF
 
 if TYPE_CHECKING:
     from .handlers import Resolved
@@ -44,6 +46,12 @@ def _event_line(typ: str, obj_bytes: bytes) -> bytes:
     return b'{"type":"' + typ.encode() + b'","object":' + obj_bytes + b"}\n"
 
 
+def _error_event(err: errors.StatusError, media: str) -> bytes:
+    if media == PROTOBUF:
+        return protobuf.watch_frame("ERROR", protobuf.encode_object(err.status()))
+    return _event_line("ERROR", orjson.dumps(err.status()))
+
+
 class WatchServer:
     def __init__(self, metrics: WatchMetrics, min_request_timeout: int = MIN_REQUEST_TIMEOUT) -> None:
         self.metrics = metrics
@@ -58,7 +66,7 @@ class WatchServer:
         return self.min_request_timeout * (1 + random.random())
 
     async def serve(
-        self, request: web.Request, r: Resolved, table: bool, include: str, table_version: str
+        self, request: web.Request, r: Resolved, table: bool, include: str, table_version: str, media: str = JSON
     ) -> web.StreamResponse:
         from .handlers import list_options
 
@@ -72,8 +80,12 @@ class WatchServer:
         except errors.StatusError as err:
             if err.code != 410:
                 raise
-            error_event = _event_line("ERROR", orjson.dumps(err.status()))
-        resp = web.StreamResponse(status=200, headers={"Content-Type": JSON, "Cache-Control": "no-cache, private"})
+            error_event = _error_event(err, media)
+        media = PROTOBUF if media == PROTOBUF and not table else JSON
+        content_type = PROTOBUF + ";stream=watch" if media == PROTOBUF else JSON
+        resp = web.StreamResponse(
+            status=200, headers={"Content-Type": content_type, "Cache-Control": "no-cache, private"}
+        )
         resp.enable_chunked_encoding()
         await resp.prepare(request)
         if error_event is not None or watcher is None:
@@ -81,7 +93,7 @@ class WatchServer:
             await resp.write_eof()
             return resp
         self.metrics.open_watches += 1
-        encoder = _Encoder(r, table, include, table_version)
+        encoder = _Encoder(r, table, include, table_version, media)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         try:
@@ -94,7 +106,7 @@ class WatchServer:
                 except (TimeoutError, StopAsyncIteration):
                     break
                 except errors.StatusError as err:
-                    await resp.write(_event_line("ERROR", orjson.dumps(err.status())))
+                    await resp.write(_error_event(err, media))
                     break
                 chunks = [encoder.line(ev)]
                 while len(chunks) < 256:
@@ -119,15 +131,22 @@ class WatchServer:
 class _Encoder:
     """Turns cache events into wire lines for one watcher's format, reusing encodings across watchers."""
 
-    def __init__(self, r: Resolved, table: bool, include: str, table_version: str) -> None:
+    def __init__(self, r: Resolved, table: bool, include: str, table_version: str, media: str = JSON) -> None:
         self.r = r
         self.table = table
         self.include = include
         self.table_version = table_version
         self.first = True
-        self.fmt = (
-            ("table", r.served.group_version, include, table_version) if table else ("json", r.served.group_version)
-        )
+        self.protobuf = media == PROTOBUF and not table
+        if table:
+            self.fmt: tuple[str, ...] = ("table", r.served.group_version, include, table_version)
+        else:
+            self.fmt = ("protobuf" if self.protobuf else "json", r.served.group_version)
+
+    def _line(self, typ: str, doc: Any) -> bytes:
+        if self.protobuf:
+            return protobuf.watch_frame(typ, protobuf.encode_object(doc))
+        return _event_line(typ, orjson.dumps(doc))
 
     def line(self, ev: WatchedEvent) -> bytes:
         r = self.r
@@ -139,7 +158,7 @@ class _Encoder:
             }
             if self.table:
                 obj = self._table([obj], meta={"resourceVersion": str(ev.revision)})
-            return _event_line(BOOKMARK, orjson.dumps(obj))
+            return self._line(BOOKMARK, obj)
         cache_event = ev.event
         if self.table and self.first:
             self.first = False
@@ -149,7 +168,7 @@ class _Encoder:
         if line is None:
             client_obj = r.to_client(ev.object or {})
             doc = self._table([client_obj]) if self.table else client_obj
-            line = _event_line(ev.type, orjson.dumps(doc))
+            line = self._line(ev.type, doc)
             cache_event.memo[key] = line
         return line
 

@@ -207,8 +207,8 @@ def test_annotations_are_limited_to_256_kib(cluster, ns):
             "/api/v1/namespaces/default/configmaps",
             b"\x0a\x0b",
             "application/vnd.kubernetes.protobuf",
-            415,
-            "UnsupportedMediaType",
+            400,
+            "BadRequest",
         ),
         (
             "PATCH",
