@@ -1,7 +1,9 @@
 """API server benchmark: pod creates/s and GETs/s (64 concurrent clients), LIST of 10k pods (JSON and Table),
 watch fan-out (100 watchers), and p99 create latency at a fixed 2,000 creates/s, each beside the storage
 layer's own figure for the same work measured in the same run (the ratio is what HTTP, TLS, validation,
-admission and encoding cost on top of storage).
+admission and encoding cost on top of storage). Creates, GETs and the LIST are also measured in protobuf, as
+client-go sends and asks for them, beside JSON from the same client in the same run (issue 16: protobuf at least
+as fast as JSON on every row).
 
 The API server runs in its own process (`pyk8s apiserver`, SQLite in a temporary directory); load comes
 from `wrk` when it is installed (Debian's `wrk`: a C client, so the measurement is not limited by a Python
@@ -33,12 +35,20 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from pyk8s.api.protobuf import codec as protobuf
 from pyk8s.storage import Store
 from pyk8s.storage.factory import kv_from_url
 from pyk8s.testing.cluster import APIServerProcess
 
 console = Console()
 NS = "bench"
+PROTOBUF = "application/vnd.kubernetes.protobuf"
+# Content-Type and Accept per format: protobuf's are client-go's own.
+FORMATS = {"json": ("application/json", "application/json"), "protobuf": (PROTOBUF, PROTOBUF + ",application/json")}
+
+
+def body_of(name: str, fmt: str) -> bytes:
+    return orjson.dumps(pod(name)) if fmt == "json" else protobuf.encode_object(pod(name))
 
 
 def pod(name: str) -> dict:
@@ -147,9 +157,11 @@ def wrk(
         os.unlink(f.name)
 
 
-async def python_rate(client: Client, n: int, op: str, prefix: str) -> tuple[float, float]:
-    """Creates or GETs with 64 concurrent aiohttp clients: (per second, p99 ms)."""
+async def python_rate(client: Client, n: int, op: str, prefix: str, fmt: str = "json") -> tuple[float, float]:
+    """Creates or GETs with 64 concurrent aiohttp clients, in JSON or protobuf: (per second, p99 ms)."""
     lat: list[float] = []
+    ctype, accept = FORMATS[fmt]
+    headers = {"Content-Type": ctype, "Accept": accept}
     async with client.session() as s:
         it = iter(range(n))
 
@@ -157,13 +169,15 @@ async def python_rate(client: Client, n: int, op: str, prefix: str) -> tuple[flo
             for i in it:
                 t = time.perf_counter()
                 if op == "create":
-                    async with s.post(
-                        f"{client.server.url}/api/v1/namespaces/{NS}/pods", data=orjson.dumps(pod(f"{prefix}{i}"))
-                    ) as r:
+                    url = f"{client.server.url}/api/v1/namespaces/{NS}/pods"
+                    async with s.post(url, data=body_of(f"{prefix}{i}", fmt), headers=headers) as r:
                         await r.read()
+                        assert r.status == 201, r.status
                 else:
-                    async with s.get(f"{client.server.url}/api/v1/namespaces/{NS}/pods/{prefix}{i % 1000}") as r:
+                    url = f"{client.server.url}/api/v1/namespaces/{NS}/pods/{prefix}{i % 1000}"
+                    async with s.get(url, headers=headers) as r:
                         await r.read()
+                        assert r.status == 200 and r.content_type == ctype, (r.status, r.content_type)
                 lat.append(time.perf_counter() - t)
 
         t0 = time.perf_counter()
@@ -199,8 +213,8 @@ async def paced_creates(client: Client, rate: int, seconds: float, prefix: str) 
     return total / dt, lat[int(len(lat) * 0.99)] * 1000
 
 
-async def list_ms(client: Client, table: bool) -> float:
-    headers = {"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"} if table else {}
+async def list_ms(client: Client, table: bool, fmt: str = "json") -> float:
+    headers = {"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"} if table else {"Accept": FORMATS[fmt][1]}
     times = []
     async with client.session() as s:
         for _ in range(3):
@@ -308,6 +322,28 @@ async def storage_figures(n: int, list_n: int, watchers: int, events: int) -> di
     return out
 
 
+async def format_rows(client: Client, n: int, list_n: int) -> list[tuple[str, str, str, str]]:
+    """Creates/s, GETs/s and the LIST in JSON and in protobuf, alternating formats so that neither gets the warmer
+    server; the better of two rounds each."""
+    best: dict[tuple[str, str], float] = {}
+    for round_ in range(2):
+        for fmt in ("json", "protobuf"):
+            rate, _ = await python_rate(client, n // 2, "create", f"f{round_}{fmt[0]}", fmt)
+            best[("create", fmt)] = max(best.get(("create", fmt), 0.0), rate)
+            rate, _ = await python_rate(client, n, "get", "g", fmt)
+            best[("get", fmt)] = max(best.get(("get", fmt), 0.0), rate)
+            ms = await list_ms(client, False, fmt)
+            best[("list", fmt)] = min(best.get(("list", fmt), float("inf")), ms)
+    return [
+        ("pod creates/s", f"{best['create', 'json']:,.0f}", f"{best['create', 'protobuf']:,.0f}",
+         f"{best['create', 'protobuf'] / best['create', 'json']:.2f}"),
+        ("pod GETs/s", f"{best['get', 'json']:,.0f}", f"{best['get', 'protobuf']:,.0f}",
+         f"{best['get', 'protobuf'] / best['get', 'json']:.2f}"),
+        (f"LIST {list_n:,}+ pods (ms)", f"{best['list', 'json']:,.0f}", f"{best['list', 'protobuf']:,.0f}",
+         f"{best['list', 'json'] / best['list', 'protobuf']:.2f}"),
+    ]  # fmt: skip
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="smaller numbers (a smoke run)")
@@ -319,7 +355,7 @@ async def main() -> None:
     have_wrk = shutil.which("wrk") is not None
     rows: list[tuple[str, str, str, str]] = []
     with Progress(console=console, transient=True) as progress:
-        task = progress.add_task("storage baseline", total=6)
+        task = progress.add_task("storage baseline", total=7)
         gc.collect()
         base = await storage_figures(n, list_n, watchers, events)
         progress.update(task, advance=1, description="starting pyk8s apiserver")
@@ -361,6 +397,8 @@ async def main() -> None:
             rows.append(
                 (f"LIST {list_n:,} pods, Table (ms)", f"{await list_ms(client, True):,.0f}", f"{base['list']:,.0f}", "")
             )
+            progress.update(task, advance=1, description="JSON and protobuf, one client")
+            formats = await format_rows(client, n, list_n)
             progress.update(task, advance=1, description=f"watch fan-out ({watchers} watchers)")
             rate, p99 = await watch_fanout(client, watchers, events)
             rows.append(
@@ -384,6 +422,12 @@ async def main() -> None:
     for r in rows:
         table.add_row(*r)
     console.print(table)
+    ftable = Table(title="JSON and protobuf through the same aiohttp client, same run (protobuf/JSON: > 1 is better)")
+    for col in ("measure", "JSON", "protobuf", "protobuf/JSON"):
+        ftable.add_column(col)
+    for r in formats:
+        ftable.add_row(*r)
+    console.print(ftable)
     speed = time.perf_counter()
     sum(range(10**7))
     console.print(

@@ -2,7 +2,8 @@
 
 kubectl needs them: `apply` (default validation) checks that a kind's PATCH operation takes the
 `fieldValidation` parameter and then lets the server validate; `explain` walks the component schemas by
-their `x-kubernetes-group-version-kind`; `apply` reads patch strategies and merge keys from them. The
+their `x-kubernetes-group-version-kind`; `apply` reads patch strategies and merge keys from them; `create -f` of a
+List validates against /openapi/v2 in its protobuf form (openapi_v2_proto). The
 definitions come in JSON-schema form (nullable type lists, `$defs`); they are turned back into OpenAPI form
 here: single types, `#/components/schemas/...` (v3) or `#/definitions/...` (v2) references, int-or-string.
 """
@@ -17,6 +18,7 @@ import orjson
 
 from ..api import schema
 from ..api.resources import Resource, ResourceTable
+from . import openapi_v2_proto
 
 _DEFS_REF = "#/$defs/"
 
@@ -327,6 +329,20 @@ class OpenAPI:
 
     @functools.cached_property
     def v2_document(self) -> bytes:
+        return orjson.dumps(self._v2)
+
+    @functools.cached_property
+    def v2_proto(self) -> bytes:
+        """The same document as gnostic's openapi.v2.Document message (openapi_v2_proto)."""
+        return openapi_v2_proto.document(self._v2)
+
+    @functools.cached_property
+    def v2_etag(self) -> str:
+        """Upstream's ETag for both forms: the JSON document's SHA-512, in upper-case hex, quoted."""
+        return '"' + hashlib.sha512(self.v2_document).hexdigest().upper() + '"'
+
+    @functools.cached_property
+    def _v2(self) -> dict[str, Any]:
         paths: dict[str, Any] = {}
         names: set[str] = set()
         for g, v in self._group_versions():
@@ -339,4 +355,4 @@ class OpenAPI:
             "paths": paths,
             "definitions": _closure(names, "#/definitions/"),
         }
-        return orjson.dumps(doc)
+        return doc

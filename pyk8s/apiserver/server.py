@@ -28,7 +28,7 @@ from ..rlimit import raise_nofile_limit
 from ..storage import StorageError, Store, open_storage
 from ..storage.cacher import Cacher
 from ..storage.compactor import DEFAULT_COMPACTION_INTERVAL
-from . import discovery, printers, resource_metrics  # noqa: F401 -- printers register their Table columns
+from . import discovery, openapi_v2_proto, printers, resource_metrics  # noqa: F401 -- printers register their Table columns
 from .admission.plugins import AdmissionOptions, build_chain
 from .authn import TokenAuthenticator, Union, UserInfo, X509Authenticator
 from .certs import ADMIN_GROUP, ADMIN_USER, PKI, ensure_pki, serving_names, write_kubeconfig
@@ -39,7 +39,7 @@ from .handlers import ResourceHandlers
 from .health import HealthChecks, version_info
 from .inflight import InflightLimit
 from .metrics import Gauges, Metrics
-from .negotiation import Output, choose_output
+from .negotiation import Output, choose_output, parse_media_types
 from .openapi import OpenAPI
 from .registry import strategy_for
 from .registry.rest import Context, RESTStore
@@ -387,10 +387,8 @@ class APIServer:
     def _openapi(self, request: web.Request, parts: list[str]) -> web.Response:
         accept = request.headers.get("Accept", "")
         if parts == ["v2"]:
-            if "json" not in accept and "*/*" not in accept and accept:
-                raise errors.not_acceptable("only the following media types are accepted: application/json")
-            body = self.openapi.v2_document
-        elif parts == ["v3"]:
+            return self._openapi_v2(request, accept)
+        if parts == ["v3"]:
             body = self.openapi.v3_index
         elif parts and parts[0] == "v3":
             doc = self.openapi.v3_documents.get("/".join(parts[1:]))
@@ -403,6 +401,28 @@ class APIServer:
         if "hash" in request.query:
             resp.headers["Cache-Control"] = "public, immutable"
         return resp
+
+    def _openapi_v2(self, request: web.Request, accept: str) -> web.Response:
+        """JSON or gnostic protobuf, whichever the Accept list (by q-value) names first; an ETag shared by both,
+        and 304 for a client that has it (upstream: kube-openapi's handler)."""
+        media = ""
+        for m in parse_media_types(accept or "*/*"):
+            if m.type in ("application/json", "*/*", "application/*"):
+                media = "application/json"
+            elif m.type in (openapi_v2_proto.PROTO_V2.lower(), openapi_v2_proto.PROTO_V2_REPLY.lower()):
+                media = openapi_v2_proto.PROTO_V2_REPLY
+            if media:
+                break
+        if not media:
+            raise errors.not_acceptable(
+                "only the following media types are accepted: application/json, " + openapi_v2_proto.PROTO_V2
+            )
+        etag = self.openapi.v2_etag
+        headers = {"Vary": "Accept", "ETag": etag}
+        if request.headers.get("If-None-Match") == etag:
+            return web.Response(status=304, headers=headers)
+        body = self.openapi.v2_document if media == "application/json" else self.openapi.v2_proto
+        return web.Response(body=body, headers={**headers, "Content-Type": media})
 
     def _discovery_root(self, request: web.Request, legacy: bool) -> web.Response:
         accept = request.headers.get("Accept", "")

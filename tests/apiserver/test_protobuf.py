@@ -146,6 +146,7 @@ def test_a_bad_generator_request_reads_as_a_status(server):
 
 def test_objects_lists_and_errors_in_protobuf(server):
     assert server.kubectl("create", "configmap", "pb", "--from-literal=k=v", "-n", NS).returncode == 0
+    assert server.kubectl("create", "configmap", "pb2", "-n", NS).returncode == 0
     status, ctype, body = raw_request(server, "GET", f"/api/v1/namespaces/{NS}/configmaps/pb")
     assert (status, ctype) == (200, PROTOBUF)
     api_version, kind, cm = ref.parse(body, "io.k8s.api.core.v1.ConfigMap")
@@ -249,3 +250,81 @@ def test_a_protobuf_watch_stream(server):
     assert dict(objects[1][2].data) == {"a": "b"}
     rvs = [int(cm.metadata.resourceVersion) for _, _, cm in objects]
     assert rvs == sorted(rvs) and len(set(rvs)) == 3
+
+
+LIST = """apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: ConfigMap
+  metadata: {name: listed-a}
+  data: {x: "1"}
+- apiVersion: v1
+  kind: ConfigMap
+  metadata: {name: listed-b}
+  %s
+"""
+
+
+def test_kubectl_create_of_a_list_validates_through_the_protobuf_openapi(server):
+    # kubectl validates a v1 List against /openapi/v2 in gnostic's protobuf form before it creates anything.
+    res = server.kubectl("create", "-n", NS, "-f", "-", input=LIST % "data: {z: '2'}")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == ["configmap/listed-a", "created", "configmap/listed-b", "created"]
+    assert get_json(server, f"/api/v1/namespaces/{NS}/configmaps/listed-b")["data"] == {"z": "2"}
+    # An item with a field ConfigMap does not have is refused, as on a real cluster.
+    res = server.kubectl("create", "-n", NS, "-f", "-", input=(LIST % "datta: {z: '2'}").replace("listed", "bad"))
+    assert res.returncode == 1
+    assert 'unknown field "datta"' in res.stderr, res.stderr
+
+
+def _top_fields(data: bytes) -> dict[int, list[bytes]]:
+    """The length-delimited top-level fields of a message, by number (a minimal reader, independent of ours)."""
+    out: dict[int, list[bytes]] = {}
+    pos = 0
+    while pos < len(data):
+        key, pos = _uvarint(data, pos)
+        assert key & 7 == 2, key
+        n, pos = _uvarint(data, pos)
+        out.setdefault(key >> 3, []).append(data[pos : pos + n])
+        pos += n
+    return out
+
+
+def _uvarint(data: bytes, pos: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        b = data[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result, pos
+        shift += 7
+
+
+def test_openapi_v2_in_protobuf(server):
+    proto_accept = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
+    status, ctype, body = raw_request(server, "GET", "/openapi/v2", accept=proto_accept)
+    assert (status, ctype) == (200, "application/com.github.proto-openapi.spec.v2.v1.0+protobuf")
+    doc = _top_fields(body)
+    assert doc[1] == [b"2.0"]  # swagger
+    definitions = _top_fields(doc[9][0])[1]  # Definitions{additional_properties: NamedSchema}
+    names = {_top_fields(d)[1][0].decode() for d in definitions}
+    assert {"io.k8s.api.core.v1.ConfigMap", "io.k8s.api.apps.v1.Deployment"} <= names
+    json_status, json_type, json_body = raw_request(server, "GET", "/openapi/v2", accept="application/json")
+    assert (json_status, json_type) == (200, "application/json") and json_body.startswith(b'{"swagger":"2.0"')
+    # q-values decide; the ETag is the JSON document's for both forms, and a client holding it gets a 304.
+    status, ctype, _ = raw_request(server, "GET", "/openapi/v2", accept=f"application/json;q=0.5,{proto_accept}")
+    assert ctype.endswith("+protobuf")
+    req = urllib.request.Request(f"{server.url}/openapi/v2", headers={"Authorization": f"Bearer {server.token}",
+                                                                     "Accept": proto_accept})  # fmt: skip
+    ctx = ssl.create_default_context(cafile=str(server.ca_file))
+    with urllib.request.urlopen(req, context=ctx) as r:
+        etag = r.headers["ETag"]
+    assert len(etag) == 130 and etag == etag.upper()
+    req.add_header("If-None-Match", etag)
+    with pytest.raises(urllib.error.HTTPError) as not_modified:
+        urllib.request.urlopen(req, context=ctx)
+    assert not_modified.value.code == 304
+    status, _, _ = raw_request(server, "GET", "/openapi/v2", accept="text/html")
+    assert status == 406

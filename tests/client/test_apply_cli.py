@@ -159,8 +159,7 @@ def test_apply_tree_created_unchanged_configured(apiserver, ns, tmp_path):
     assert [get(apiserver, p)[1] for i, p in enumerate(paths) if i != 1] == [o for i, o in enumerate(live) if i != 1]
 
     # (e) kubectl agrees nothing is left to do: our annotation and patches are its own.
-    # (--validate=false: kubectl validates a v1 List against /openapi/v2 in protobuf, which pyk8s does not serve.)
-    kubectl = apiserver.kubectl("apply", "-f", str(tmp_path / "t"), "-R", "-n", ns, "--validate=false", check=True)
+    kubectl = apiserver.kubectl("apply", "-f", str(tmp_path / "t"), "-R", "-n", ns, check=True)
     assert lines(kubectl.stdout) == [f"{n} unchanged" for n in names]
 
     # (d) delete the tree, then again: ignored with --ignore-not-found, an error without.

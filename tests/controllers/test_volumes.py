@@ -26,7 +26,6 @@ def kubectl_json(cluster: APIServerProcess, *args: str) -> Any:
 
 
 def apply(cluster: APIServerProcess, *objs: dict[str, Any]) -> None:
-    # YAML documents, not a List: kubectl validates a List with the protobuf OpenAPI document (issue 16).
     cluster.kubectl("apply", "-f", "-", input="".join("---\n" + json.dumps(o) + "\n" for o in objs), check=True)
 
 

@@ -55,7 +55,6 @@ def pod(name: str, cpu: str = "100m", **spec: Any) -> dict[str, Any]:
 
 def apply(cluster: APIServerProcess, *objs: dict[str, Any], ns: str | None = None) -> None:
     args = ["apply", "-f", "-"] + (["-n", ns] if ns else [])
-    # One document per object: kubectl validates a List through /openapi/v2 in protobuf, which we do not serve.
     r = cluster.kubectl(*args, input=yaml.safe_dump_all(objs))
     assert r.returncode == 0, r.stderr
 

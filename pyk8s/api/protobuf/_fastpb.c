@@ -30,33 +30,46 @@ typedef struct Field {
     Py_hash_t hash; /* the key's */
 } Field;
 
+/* A slot of a message's key table: the field's JSON key, and the last other str object with the same text that
+ * was looked up (orjson reuses one object per key text, so the next lookup is a pointer comparison too). */
+typedef struct {
+    PyObject *key, *alias; /* alias: a strong reference, or NULL */
+    Py_hash_t hash;
+    int idx; /* -1: empty */
+} Slot;
+
 typedef struct {
     int nfields;
     Field *fields;
     uint32_t maxnum;
     int16_t *by_number; /* field index by number, -1 when absent */
-    int16_t *slots;     /* open addressing: JSON key -> field index, for the fields that are not inlined */
+    Slot *slots;        /* open addressing: JSON key -> field index, for the fields that are not inlined */
     Py_hash_t mask;
     int ninline;
 } Msg;
 
-/* The index of the field under JSON key `k`, or -1. Keys are str: the same object (interned) or equal text. */
+/* The index of the field under JSON key `k`, or -1. */
 static inline int field_of(const Msg *m, PyObject *k) {
     if (!PyUnicode_CheckExact(k)) return -1;
-    Py_hash_t h = PyObject_Hash(k);
+    Py_hash_t h = ((PyASCIIObject *)k)->hash;
     if (h == -1) {
-        PyErr_Clear();
-        return -1;
+        h = PyObject_Hash(k);
+        if (h == -1) {
+            PyErr_Clear();
+            return -1;
+        }
     }
     for (Py_hash_t i = h & m->mask;; i = (i + 1) & m->mask) {
-        int j = m->slots[i];
-        if (j < 0) return -1;
-        PyObject *key = m->fields[j].key;
-        if (key == k) return j;
-        if (m->fields[j].hash == h && PyUnicode_GET_LENGTH(key) == PyUnicode_GET_LENGTH(k) &&
-            PyUnicode_KIND(key) == PyUnicode_KIND(k) &&
-            memcmp(PyUnicode_DATA(key), PyUnicode_DATA(k), PyUnicode_GET_LENGTH(k) * PyUnicode_KIND(k)) == 0)
-            return j;
+        Slot *s = &m->slots[i];
+        if (s->idx < 0) return -1;
+        if (s->key == k || s->alias == k) return s->idx;
+        if (s->hash == h && PyUnicode_GET_LENGTH(s->key) == PyUnicode_GET_LENGTH(k) &&
+            PyUnicode_KIND(s->key) == PyUnicode_KIND(k) &&
+            memcmp(PyUnicode_DATA(s->key), PyUnicode_DATA(k), PyUnicode_GET_LENGTH(k) * PyUnicode_KIND(k)) == 0) {
+            Py_INCREF(k);
+            Py_XSETREF(s->alias, k);
+            return s->idx;
+        }
     }
 }
 
@@ -626,6 +639,25 @@ static PyObject *text(const Reader *s) {
 
 static int decode_message(const Msg *m, Reader *r, PyObject *out, int depth);
 
+/* A dict sized for the fields of the message in `s` (counted first: growing a dict as keys arrive costs more
+ * than reading the tags twice). */
+static PyObject *new_dict_for(const Reader *s) {
+    Reader r = *s;
+    Py_ssize_t n = 0;
+    while (r.p < r.end && n < 64) {
+        uint32_t number;
+        int wire;
+        uint64_t v;
+        Reader sub;
+        if (next_field(&r, &number, &wire, &v, &sub) < 0) {
+            PyErr_Clear(); /* the real pass reports it */
+            break;
+        }
+        n++;
+    }
+    return n > 5 ? _PyDict_NewPresized(n) : PyDict_New();
+}
+
 static int wrong_wire(const Field *f, int wire) {
     PyErr_Format(h_error, "proto: wrong wireType = %d for field %s", wire, field_name(f));
     return -1;
@@ -644,7 +676,7 @@ static PyObject *decode_value(const Field *f, int wire, uint64_t v, Reader *s, i
     case K_STRING:
         return text(s);
     case K_MESSAGE: {
-        PyObject *d = PyDict_New();
+        PyObject *d = new_dict_for(s);
         if (!d) return NULL;
         if (decode_message(&msgs[f->msg], s, d, depth + 1) < 0) {
             Py_DECREF(d);
@@ -910,12 +942,12 @@ static PyObject *py_decode(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_IndexError, "no such message");
         return NULL;
     }
-    PyObject *out = into ? Py_NewRef(into) : PyDict_New();
+    Reader r = {(const unsigned char *)view.buf, (const unsigned char *)view.buf + view.len};
+    PyObject *out = into ? Py_NewRef(into) : new_dict_for(&r);
     if (!out) {
         PyBuffer_Release(&view);
         return NULL;
     }
-    Reader r = {(const unsigned char *)view.buf, (const unsigned char *)view.buf + view.len};
     int rc = decode_message(&msgs[index], &r, out, 0);
     PyBuffer_Release(&view);
     if (rc < 0) {
@@ -936,7 +968,10 @@ static void free_schema(void) {
         }
         PyMem_Free(msgs[i].fields);
         PyMem_Free(msgs[i].by_number);
-        PyMem_Free(msgs[i].slots);
+        if (msgs[i].slots) {
+            for (Py_hash_t k = 0; k <= msgs[i].mask; k++) Py_XDECREF(msgs[i].slots[k].alias);
+            PyMem_Free(msgs[i].slots);
+        }
     }
     PyMem_Free(msgs);
     msgs = NULL;
@@ -1020,8 +1055,8 @@ static PyObject *py_load(PyObject *self, PyObject *args) {
         Py_hash_t size = 8;
         while (size < 2 * m->nfields + 2) size *= 2;
         m->mask = size - 1;
-        if (!(m->slots = PyMem_Malloc(size * sizeof(int16_t)))) goto nomem;
-        for (Py_hash_t k = 0; k < size; k++) m->slots[k] = -1;
+        if (!(m->slots = PyMem_Calloc(size, sizeof(Slot)))) goto nomem;
+        for (Py_hash_t k = 0; k < size; k++) m->slots[k].idx = -1;
         for (int j = 0; j < m->nfields; j++) {
             Field *f = &m->fields[j];
             if (!f->key) {
@@ -1030,8 +1065,10 @@ static PyObject *py_load(PyObject *self, PyObject *args) {
             }
             if ((f->hash = PyObject_Hash(f->key)) == -1) goto error;
             Py_hash_t k = f->hash & m->mask;
-            while (m->slots[k] >= 0) k = (k + 1) & m->mask;
-            m->slots[k] = (int16_t)j;
+            while (m->slots[k].idx >= 0) k = (k + 1) & m->mask;
+            m->slots[k].key = f->key;
+            m->slots[k].hash = f->hash;
+            m->slots[k].idx = j;
         }
     }
     Py_RETURN_NONE;

@@ -410,14 +410,14 @@ def _load_fast() -> bool:
 
 def encode_message(msg: Message, obj: dict[str, Any]) -> bytes | bytearray:
     """The message's bytes for a dict (fields the message lacks, such as apiVersion and kind, are not written)."""
-    if _load_fast():
+    if _fast_loaded or _load_fast():
         return _fastpb.encode(msg.index, obj)  # type: ignore[no-any-return, union-attr]
     return py_encode_message(msg, obj)
 
 
 def decode_message(msg: Message, data: bytes | memoryview, into: dict[str, Any] | None = None) -> dict[str, Any]:
     """A message's bytes as the dict its JSON form would be (before the Go types shape it), into `into` if given."""
-    if _load_fast():
+    if _fast_loaded or _load_fast():
         if into is None:
             return _fastpb.decode(msg.index, data)  # type: ignore[no-any-return, union-attr]
         return _fastpb.decode(msg.index, data, into)  # type: ignore[no-any-return, union-attr]
