@@ -93,8 +93,18 @@ def list_options(query: Any, served: Resource | None = None) -> ListOptions:
         continue_token=query.get("continue", ""),
         resource_version=query.get("resourceVersion", ""),
         resource_version_match=query.get("resourceVersionMatch", ""),
-        allow_bookmarks=query.get("allowWatchBookmarks", "").lower() in ("true", "1"),
+        allow_bookmarks=query_bool(query, "allowWatchBookmarks") or False,
+        send_initial_events=query_bool(query, "sendInitialEvents"),
     )
+
+
+def query_bool(query: Any, name: str) -> bool | None:
+    """A boolean query parameter as upstream converts it: absent is None; "false" (any case) and "0" are false;
+    anything else, the empty string included, is true."""
+    if name not in query:
+        return None
+    value = query.get(name, "")
+    return not (value == "0" or value.lower() == "false")
 
 
 class Resolved:

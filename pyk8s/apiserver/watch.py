@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from .handlers import Resolved
 
 MIN_REQUEST_TIMEOUT = 1800
+# The annotation on the bookmark that ends a WatchList's initial events (metav1.InitialEventsAnnotationKey).
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 
 
 # A watch asking for longer than this (a year) gets this: the event loop's timers take nothing larger.
@@ -151,11 +153,10 @@ class _Encoder:
     def line(self, ev: WatchedEvent) -> bytes:
         r = self.r
         if ev.type == BOOKMARK or ev.event is None:
-            obj = {
-                "kind": r.served.kind,
-                "apiVersion": r.served.api_version,
-                "metadata": {"resourceVersion": str(ev.revision)},
-            }
+            md: dict[str, Any] = {"resourceVersion": str(ev.revision)}
+            if ev.initial_events_end:
+                md["annotations"] = {INITIAL_EVENTS_END: "true"}
+            obj = {"kind": r.served.kind, "apiVersion": r.served.api_version, "metadata": md}
             if self.table:
                 obj = self._table([obj], meta={"resourceVersion": str(ev.revision)})
             return self._line(BOOKMARK, obj)

@@ -425,9 +425,11 @@ class RESTClient:
         allow_watch_bookmarks: bool = False,
         timeout_seconds: int | None = None,
         send_initial_events: bool | None = None,
+        resource_version_match: str | None = None,
     ) -> Watch:
         """A watch stream from `resource_version` (None or "" means: the current state as ADDED events first,
-        then changes). The stream opens on the first iteration."""
+        then changes; with `send_initial_events` and `resource_version_match="NotOlderThan"`, a WatchList). The
+        stream opens on the first iteration."""
         r = as_resource(resource)
         params = _params(
             {
@@ -438,6 +440,7 @@ class RESTClient:
                 "allowWatchBookmarks": "true" if allow_watch_bookmarks else None,
                 "timeoutSeconds": timeout_seconds,
                 "sendInitialEvents": None if send_initial_events is None else str(send_initial_events).lower(),
+                "resourceVersionMatch": resource_version_match,
             }
         )
         return Watch(self, self.path(r, namespace or "" if r.namespaced else ""), params)

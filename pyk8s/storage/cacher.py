@@ -138,6 +138,7 @@ class WatchedEvent:
     type: str
     event: CacheEvent | None  # None for bookmarks
     revision: int
+    initial_events_end: bool = False  # the bookmark that ends a WatchList's initial events
 
     @property
     def object(self) -> Object | None:
@@ -497,10 +498,12 @@ class Cacher:
         predicate: Predicate = EVERYTHING,
         *,
         bookmarks: bool = False,
+        initial_events_end: bool = False,
     ) -> CacheWatcher:
         """A watch on keys under `prefix`.
 
-        `from_revision` None or 0: ADDED events for the current matching objects first, then changes.
+        `from_revision` None or 0: ADDED events for the current matching objects first, then changes; with
+        `initial_events_end` (a WatchList), a bookmark at the revision of that state follows them.
         Otherwise every change after it; GoneError if the window no longer reaches back that far. A revision
         the cache has not reached yet (one a list from storage returned) is not waited for: the watch starts
         now and passes on the changes after that revision as they come (upstream's cacher does the same).
@@ -513,6 +516,8 @@ class Cacher:
                 w.queue = asyncio.Queue(len(entries) + self.watcher_queue)
             for en in entries:
                 w._put(WatchedEvent(ADDED, CacheEvent(ADDED, en.key, en.revision, en, None), en.revision))
+            if initial_events_end:
+                w._put(WatchedEvent(BOOKMARK, None, rev, initial_events_end=True))
             w.last_revision = rev
         else:
             if from_revision < self._oldest:

@@ -194,14 +194,16 @@ async def test_informer_survives_storm_restart_and_compaction(storm_server):
         await converge(writer, informer, views)
 
         # 3. Cut the informer off while writes go on and compaction removes the history it would need.
-        lists_before = informer.reflector.lists
+        lists_before = informer.reflector.lists + informer.reflector.watch_lists
         proxy.partition(hold=False)
         await storm(writer, names, ops=800, seed=3)
         await asyncio.sleep(COMPACTION * 2 + 1)
         await writer.create("pods", pod("after-compaction"), NS)
         proxy.heal()
         truth = await converge(writer, informer, views)
-        assert informer.reflector.lists > lists_before, "the compaction should have forced a relist"
+        assert informer.reflector.lists + informer.reflector.watch_lists > lists_before, (
+            "the compaction should have forced a resync"
+        )
         assert f"{NS}/after-compaction" in truth
 
         assert first.problems == [] and late.problems == []

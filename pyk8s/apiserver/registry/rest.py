@@ -66,6 +66,7 @@ class ListOptions:
     resource_version: str = ""
     resource_version_match: str = ""
     allow_bookmarks: bool = False
+    send_initial_events: bool | None = None  # a WatchList: the current state as events, then changes
 
 
 @dataclass
@@ -267,14 +268,35 @@ class RESTStore:
         return entry.obj
 
     def validate_list_options(self, opts: ListOptions, watch: bool = False) -> None:
+        """Upstream's ValidateListOptions (meta/internalversion/validation) for a list or a watch, WatchList on."""
         errs: list[errors.FieldError] = []
         match = opts.resource_version_match
-        if match:
-            if watch:
-                errs.append(errors.forbidden("resourceVersionMatch", "resourceVersionMatch is forbidden for watch"))
-            if match not in (MATCH_EXACT, MATCH_NOT_OLDER_THAN):
-                errs.append(errors.not_supported("resourceVersionMatch", match, [MATCH_EXACT, MATCH_NOT_OLDER_THAN]))
-            elif opts.resource_version == "":
+        if watch:
+            if opts.send_initial_events is not None and match != MATCH_NOT_OLDER_THAN:
+                errs.append(
+                    errors.forbidden(
+                        "resourceVersionMatch",
+                        f"sendInitialEvents requires setting resourceVersionMatch to {MATCH_NOT_OLDER_THAN}",
+                    )
+                )
+            if match:
+                if opts.send_initial_events is None:
+                    errs.append(
+                        errors.forbidden(
+                            "resourceVersionMatch",
+                            "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+                        )
+                    )
+                if match != MATCH_NOT_OLDER_THAN:
+                    errs.append(errors.not_supported("resourceVersionMatch", match, [MATCH_NOT_OLDER_THAN]))
+                if opts.continue_token:
+                    errs.append(
+                        errors.forbidden(
+                            "resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided"
+                        )
+                    )
+        elif match:
+            if opts.resource_version == "":
                 errs.append(
                     errors.forbidden(
                         "resourceVersionMatch", "resourceVersionMatch is forbidden unless resourceVersion is provided"
@@ -286,12 +308,18 @@ class RESTStore:
                         "resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided"
                     )
                 )
+            if match not in (MATCH_EXACT, MATCH_NOT_OLDER_THAN):
+                errs.append(
+                    errors.not_supported("resourceVersionMatch", match, [MATCH_EXACT, MATCH_NOT_OLDER_THAN, ""])
+                )
             if match == MATCH_EXACT and opts.resource_version == "0":
                 errs.append(
                     errors.forbidden(
                         "resourceVersionMatch", 'resourceVersionMatch "exact" is forbidden for resourceVersion "0"'
                     )
                 )
+        if not watch and opts.send_initial_events is not None:
+            errs.append(errors.forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"))
         if errs:
             raise errors.invalid_object("ListOptions", "", errs, "meta.k8s.io")
         if opts.resource_version:
@@ -373,7 +401,21 @@ class RESTStore:
         pred = self.predicate(opts)
         from_rv: int | None = parse_resource_version(opts.resource_version) if opts.resource_version else None
         try:
-            return await self.cacher.watch(prefix, from_rv, pred, bookmarks=opts.allow_bookmarks)
+            if opts.send_initial_events is None:
+                return await self.cacher.watch(prefix, from_rv, pred, bookmarks=opts.allow_bookmarks)
+            # A WatchList (resourceVersionMatch=NotOlderThan): the state at a revision no older than asked for ("":
+            # the latest, as a consistent list; "0": any), as ADDED events and, for a client that takes bookmarks,
+            # the bookmark that says they are all there; or, without initial events, the changes from then on.
+            try:
+                await self._cache_at(opts.resource_version)
+            except TooLargeResourceVersionError:
+                if opts.resource_version != "":
+                    raise
+            if opts.send_initial_events:
+                return await self.cacher.watch(
+                    prefix, None, pred, bookmarks=opts.allow_bookmarks, initial_events_end=opts.allow_bookmarks
+                )
+            return await self.cacher.watch(prefix, self.cacher.revision, pred, bookmarks=opts.allow_bookmarks)
         except StorageError as err:
             raise self._storage_error(err) from None
 

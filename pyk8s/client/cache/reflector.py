@@ -1,9 +1,12 @@
 """The Reflector: keeps a store equal to the server's state of one resource by listing, then watching
 (upstream: tools/cache/reflector.go, ListAndWatch).
 
-It lists (in pages, first at resourceVersion "0" so the watch cache answers), hands the list to the store's
-`replace`, then watches from the list's resourceVersion with bookmarks, remembering the resourceVersion of
-every event. A watch that ends is reopened from that resourceVersion; one that answers 410 (the version was
+It asks first for a WatchList (a watch with `sendInitialEvents=true`: the current state as events, ended by a
+bookmark annotated `k8s.io/initial-events-end`, which then goes on as a watch), hands that state to the
+store's `replace` and keeps the same stream; a server that does not offer WatchList (it answers the request
+with an error) gets the classic path from then on: a list (in pages, first at resourceVersion "0" so the
+watch cache answers) and a watch from the list's resourceVersion, with bookmarks. Either way it remembers the
+resourceVersion of every event. A watch that ends is reopened from that resourceVersion; one that answers 410 (the version was
 compacted away) leads to a relist; any other failure to a backoff (800 ms doubling to 30 s, with jitter,
 reset after two quiet minutes) and then a relist. So the store never silently misses a change: either the
 watch resumes exactly where it stopped, or a relist replaces the store and tombstones what vanished.
@@ -28,6 +31,7 @@ log = logging.getLogger(__name__)
 # Watches are closed by the client after 5-10 minutes, so that load spreads over API servers (upstream).
 MIN_WATCH_TIMEOUT = 300
 DEFAULT_PAGE_SIZE = 500
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 
 
 class ReflectorStore(Protocol):
@@ -53,7 +57,10 @@ class Reflector:
         page_size: int = DEFAULT_PAGE_SIZE,
         name: str = "",
         backoff: Backoff | None = None,
+        watch_list: bool = True,
     ) -> None:
+        """`watch_list`: try a WatchList before listing (client-go's WatchListClient); it turns itself off for a
+        server that refuses one."""
         self.client = client
         self.resource: Resource = as_resource(resource)
         self.store = store
@@ -70,6 +77,8 @@ class Reflector:
         self._last_sync_unavailable = False
         self.lists = 0  # how many times it listed (a relist after 410 or an error shows here)
         self.watching = False
+        self.watch_list = watch_list
+        self.watch_lists = 0  # how many times it synced through a WatchList
 
     async def run(self) -> None:
         """List and watch until cancelled."""
@@ -137,15 +146,70 @@ class Reflector:
                 items.append(item)
         return items, list_rv
 
+    async def _watch_list(self) -> Any:
+        """Sync the store through a WatchList and return its stream, open, to go on watching; None when the
+        server does not offer WatchList (then this reflector lists from now on) or the resourceVersion is gone."""
+        timeout = int(MIN_WATCH_TIMEOUT * (1 + random.random()))
+        rv = "" if self._last_sync_unavailable else self.last_sync_resource_version
+        watch = self.client.watch(
+            self.resource, self.namespace, resource_version=rv or None, label_selector=self.label_selector,
+            field_selector=self.field_selector, allow_watch_bookmarks=True, timeout_seconds=timeout,
+            send_initial_events=True, resource_version_match="NotOlderThan",
+        )  # fmt: skip
+        api_version, kind = self.resource.api_version, self.resource.kind
+        state: dict[tuple[str, str], Any] = {}  # the initial events, applied in order (upstream's temporary store)
+        try:
+            async for event in watch:
+                obj = event.object
+                meta = obj.get("metadata") or {}
+                if event.type == "BOOKMARK":
+                    if (meta.get("annotations") or {}).get(INITIAL_EVENTS_END) == "true":
+                        rv = str(meta.get("resourceVersion") or "")
+                        self.store.replace(list(state.values()), rv)
+                        self.last_sync_resource_version = rv
+                        self._last_sync_unavailable = False
+                        self.watch_lists += 1
+                        return watch
+                    continue
+                obj.setdefault("apiVersion", api_version)
+                obj.setdefault("kind", kind)
+                key = (meta.get("namespace") or "", meta.get("name") or "")
+                if event.type == "DELETED":
+                    state.pop(key, None)
+                else:
+                    state[key] = obj
+        except errors.Gone:
+            self._last_sync_unavailable = True
+            watch.close()
+            return None
+        except errors.StatusError as err:
+            # 4xx: a server without WatchList (upstream before 1.27 answers resourceVersionMatch is forbidden).
+            if 400 <= err.code < 500 and err.code != 429:
+                log.info("%s: the server does not offer WatchList (%s); listing from now on", self.name, err.message)
+                self.watch_list = False
+            watch.close()
+            if self.watch_list:
+                raise
+            return None
+        except BaseException:
+            watch.close()
+            raise
+        # The stream ended before its initial events did (a timeout, a server going away): try again.
+        watch.close()
+        raise ConnectionError("the WatchList ended before its initial events were all sent")
+
     async def list_and_watch(self) -> None:
-        await self.list()
+        watch = await self._watch_list() if self.watch_list else None
+        if watch is None:
+            await self.list()
         while True:
-            timeout = int(MIN_WATCH_TIMEOUT * (1 + random.random()))
-            watch = self.client.watch(
-                self.resource, self.namespace, resource_version=self.last_sync_resource_version,
-                label_selector=self.label_selector, field_selector=self.field_selector,
-                allow_watch_bookmarks=True, timeout_seconds=timeout,
-            )  # fmt: skip
+            if watch is None:
+                timeout = int(MIN_WATCH_TIMEOUT * (1 + random.random()))
+                watch = self.client.watch(
+                    self.resource, self.namespace, resource_version=self.last_sync_resource_version,
+                    label_selector=self.label_selector, field_selector=self.field_selector,
+                    allow_watch_bookmarks=True, timeout_seconds=timeout,
+                )  # fmt: skip
             started = time.monotonic()
             try:
                 events = await self._watch_handler(watch)
@@ -171,6 +235,7 @@ class Reflector:
             finally:
                 self.watching = False
                 watch.close()
+                watch = None
 
     async def _watch_handler(self, watch: Any) -> int:
         """Apply a watch's events to the store; returns how many arrived."""
