@@ -280,6 +280,8 @@ static const char *field_name(const Field *f) { return f->key ? PyUnicode_AsUTF8
 static int put_string_value(Buf *b, const unsigned char *tag, int taglen, PyObject *v) {
     Py_ssize_t n;
     const char *s;
+    if (PyUnicode_CheckExact(v) && PyUnicode_IS_COMPACT_ASCII(v)) /* most strings: their bytes are their UTF-8 */
+        return put_bytes_field(b, tag, taglen, (const char *)PyUnicode_DATA(v), PyUnicode_GET_LENGTH(v));
     if (PyUnicode_Check(v)) {
         s = PyUnicode_AsUTF8AndSize(v, &n);
         if (s) return put_bytes_field(b, tag, taglen, s, n);
@@ -434,6 +436,43 @@ static int encode_map(Buf *b, const Field *f, PyObject *v, int depth) {
     if (!PyDict_Check(v)) {
         PyErr_Format(h_error, "field %s: expected an object", field_name(f));
         return -1;
+    }
+    /* Go writes map entries sorted by key. A small map of ASCII keys is sorted here, on the stack; others by
+     * Python's sort. */
+    PyObject *small_k[16], *small_v[16];
+    Py_ssize_t n = PyDict_GET_SIZE(v);
+    if (n <= 16) {
+        Py_ssize_t pos = 0, m = 0;
+        PyObject *k, *item;
+        int ascii = 1;
+        while (PyDict_Next(v, &pos, &k, &item)) {
+            if (!PyUnicode_CheckExact(k) || !PyUnicode_IS_COMPACT_ASCII(k)) {
+                ascii = 0;
+                break;
+            }
+            Py_ssize_t i = m++;
+            while (i > 0) {
+                PyObject *prev = small_k[i - 1];
+                Py_ssize_t lp = PyUnicode_GET_LENGTH(prev), lk = PyUnicode_GET_LENGTH(k);
+                int c = memcmp(PyUnicode_DATA(prev), PyUnicode_DATA(k), lp < lk ? lp : lk);
+                if (c < 0 || (c == 0 && lp <= lk)) break;
+                small_k[i] = prev;
+                small_v[i] = small_v[i - 1];
+                i--;
+            }
+            small_k[i] = k;
+            small_v[i] = item;
+        }
+        if (ascii) {
+            for (Py_ssize_t i = 0; i < m; i++) {
+                Py_ssize_t at;
+                if (put_tag(b, f) < 0 || (at = open_len(b)) < 0) return -1;
+                if (put_string_value(b, TAG1_LEN, 1, small_k[i]) < 0 ||
+                    (small_v[i] != Py_None && encode_value(b, f->value, small_v[i], depth) < 0) || close_len(b, at) < 0)
+                    return -1;
+            }
+            return 0;
+        }
     }
     PyObject *keys = PyDict_Keys(v);
     if (!keys || PyList_Sort(keys) < 0) {
@@ -634,7 +673,12 @@ static int next_field(Reader *r, uint32_t *number, int *wire, uint64_t *v, Reade
 static inline int64_t signed_of(uint64_t v, int int32) { return int32 ? (int64_t)(int32_t)(uint32_t)v : (int64_t)v; }
 
 static PyObject *text(const Reader *s) {
-    return PyUnicode_DecodeUTF8((const char *)s->p, s->end - s->p, "replace");
+    Py_ssize_t n = s->end - s->p;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (s->p[i] & 0x80) return PyUnicode_DecodeUTF8((const char *)s->p, n, "replace");
+    PyObject *out = PyUnicode_New(n, 127); /* ASCII: the bytes are the characters */
+    if (out) memcpy(PyUnicode_DATA(out), s->p, n);
+    return out;
 }
 
 static int decode_message(const Msg *m, Reader *r, PyObject *out, int depth);
