@@ -328,3 +328,18 @@ def test_openapi_v2_in_protobuf(server):
     assert not_modified.value.code == 304
     status, _, _ = raw_request(server, "GET", "/openapi/v2", accept="text/html")
     assert status == 406
+
+
+def test_partial_object_metadata_in_protobuf(server):
+    # What client-go's metadata informers (the garbage collector's) ask for: only metadata, in protobuf.
+    assert server.kubectl("create", "configmap", "meta-only", "--from-literal=big=value", "-n", NS).returncode == 0
+    accept = f"{PROTOBUF};as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+    status, ctype, body = raw_request(server, "GET", f"/api/v1/namespaces/{NS}/configmaps", accept=accept)
+    assert (status, ctype) == (200, PROTOBUF)
+    api_version, kind, lst = ref.parse(body, "io.k8s.apimachinery.pkg.apis.meta.v1.PartialObjectMetadataList")
+    assert (api_version, kind) == ("meta.k8s.io/v1", "PartialObjectMetadataList")
+    assert "meta-only" in {item.metadata.name for item in lst.items}
+    accept = f"{PROTOBUF};as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+    status, ctype, body = raw_request(server, "GET", f"/api/v1/namespaces/{NS}/configmaps/meta-only", accept=accept)
+    _, kind, one = ref.parse(body, "io.k8s.apimachinery.pkg.apis.meta.v1.PartialObjectMetadata")
+    assert (status, kind, one.metadata.name, one.metadata.namespace) == (200, "PartialObjectMetadata", "meta-only", NS)
