@@ -30,13 +30,22 @@ typedef struct Field {
     Py_hash_t hash; /* the key's */
 } Field;
 
-/* A slot of a message's key table: the field's JSON key, and the last other str object with the same text that
- * was looked up (orjson reuses one object per key text, so the next lookup is a pointer comparison too). */
+/* A slot of a message's key table: the field's JSON key and its hash. */
 typedef struct {
-    PyObject *key, *alias; /* alias: a strong reference, or NULL */
+    PyObject *key;
     Py_hash_t hash;
     int idx; /* -1: empty */
 } Slot;
+
+/* A direct-mapped cache by a key object's address: the dicts pyk8s encodes have their keys from orjson's key
+ * cache (one str object per text) or from this codec (interned), so the same few objects come back and the
+ * field is found without reading the key's hash or text. It holds a reference to each key it keeps, so an
+ * address is never reused while cached. */
+#define PTR_CACHE 64
+typedef struct {
+    PyObject *key;
+    int idx; /* -1: not a field of this message */
+} PtrEntry;
 
 typedef struct {
     int nfields;
@@ -46,31 +55,43 @@ typedef struct {
     Slot *slots;        /* open addressing: JSON key -> field index, for the fields that are not inlined */
     Py_hash_t mask;
     int ninline;
+    PtrEntry *ptr_cache; /* allocated on first use */
 } Msg;
 
-/* The index of the field under JSON key `k`, or -1. */
-static inline int field_of(const Msg *m, PyObject *k) {
-    if (!PyUnicode_CheckExact(k)) return -1;
+static int field_by_text(const Msg *m, PyObject *k) {
     Py_hash_t h = ((PyASCIIObject *)k)->hash;
-    if (h == -1) {
-        h = PyObject_Hash(k);
-        if (h == -1) {
-            PyErr_Clear();
-            return -1;
-        }
+    if (h == -1 && (h = PyObject_Hash(k)) == -1) {
+        PyErr_Clear();
+        return -1;
     }
     for (Py_hash_t i = h & m->mask;; i = (i + 1) & m->mask) {
         Slot *s = &m->slots[i];
         if (s->idx < 0) return -1;
-        if (s->key == k || s->alias == k) return s->idx;
+        if (s->key == k) return s->idx;
         if (s->hash == h && PyUnicode_GET_LENGTH(s->key) == PyUnicode_GET_LENGTH(k) &&
             PyUnicode_KIND(s->key) == PyUnicode_KIND(k) &&
-            memcmp(PyUnicode_DATA(s->key), PyUnicode_DATA(k), PyUnicode_GET_LENGTH(k) * PyUnicode_KIND(k)) == 0) {
-            Py_INCREF(k);
-            Py_XSETREF(s->alias, k);
+            memcmp(PyUnicode_DATA(s->key), PyUnicode_DATA(k), PyUnicode_GET_LENGTH(k) * PyUnicode_KIND(k)) == 0)
             return s->idx;
+    }
+}
+
+/* The index of the field under JSON key `k`, or -1. */
+static inline int field_of(Msg *m, PyObject *k) {
+    if (!PyUnicode_CheckExact(k)) return -1;
+    if (!m->ptr_cache) {
+        m->ptr_cache = PyMem_Calloc(PTR_CACHE, sizeof(PtrEntry));
+        if (!m->ptr_cache) {
+            PyErr_Clear();
+            return field_by_text(m, k);
         }
     }
+    PtrEntry *e = &m->ptr_cache[((uintptr_t)k >> 4) & (PTR_CACHE - 1)];
+    if (e->key == k) return e->idx;
+    int j = field_by_text(m, k);
+    Py_INCREF(k);
+    Py_XSETREF(e->key, k);
+    e->idx = j;
+    return j;
 }
 
 static Msg *msgs = NULL;
@@ -273,7 +294,7 @@ static PyObject *format_time(int64_t sec, int64_t nsec, int micro) {
 
 /* ---------------------------------------------------------------- encoding */
 
-static int encode_message(Buf *b, const Msg *m, PyObject *obj, int depth);
+static int encode_message(Buf *b, Msg *m, PyObject *obj, int depth);
 
 static const char *field_name(const Field *f) { return f->key ? PyUnicode_AsUTF8(f->key) : "(inline)"; }
 
@@ -520,7 +541,7 @@ static int encode_field(Buf *b, const Field *f, PyObject *obj, PyObject *v, int 
 
 /* The object's own keys are looked up in the message (not every field of the message in the object: most are
  * absent), and the fields found are written in field-number order, as Go writes them. */
-static int encode_message(Buf *b, const Msg *m, PyObject *obj, int depth) {
+static int encode_message(Buf *b, Msg *m, PyObject *obj, int depth) {
     if (depth > MAX_DEPTH) {
         PyErr_SetString(h_error, "object nested too deeply to encode");
         return -1;
@@ -1012,9 +1033,10 @@ static void free_schema(void) {
         }
         PyMem_Free(msgs[i].fields);
         PyMem_Free(msgs[i].by_number);
-        if (msgs[i].slots) {
-            for (Py_hash_t k = 0; k <= msgs[i].mask; k++) Py_XDECREF(msgs[i].slots[k].alias);
-            PyMem_Free(msgs[i].slots);
+        PyMem_Free(msgs[i].slots);
+        if (msgs[i].ptr_cache) {
+            for (int k = 0; k < PTR_CACHE; k++) Py_XDECREF(msgs[i].ptr_cache[k].key);
+            PyMem_Free(msgs[i].ptr_cache);
         }
     }
     PyMem_Free(msgs);
