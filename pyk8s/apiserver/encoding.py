@@ -260,16 +260,20 @@ def body_object(obj: Any, served: Resource) -> Object:
     return obj
 
 
-def encode(doc: Any, out: Output) -> bytes:
+def encode(doc: Any, out: Output, *, stored: bool = False) -> bytes:
+    """`doc` in the chosen format. `stored`: it is an object as storage holds it, or a list of such (a GET's or
+    a LIST's answer), whose protobuf encodings may be reused (api/protobuf: EncodingCache)."""
     if out.media == PROTOBUF:
-        return protobuf.encode_object(doc)
+        return protobuf.encode_object(doc, stored=stored)
     if out.media == YAML:
         return yaml.dump(doc, Dumper=_Dumper, default_flow_style=False, sort_keys=False).encode()
     return orjson.dumps(doc)
 
 
-def respond(doc: Any, out: Output, status: int = 200, warnings: list[str] | None = None) -> web.Response:
-    resp = web.Response(body=encode(doc, out), status=status, content_type=out.media)
+def respond(
+    doc: Any, out: Output, status: int = 200, warnings: list[str] | None = None, *, stored: bool = False
+) -> web.Response:
+    resp = web.Response(body=encode(doc, out, stored=stored), status=status, content_type=out.media)
     add_warnings(resp, warnings)
     return resp
 

@@ -203,7 +203,10 @@ class ResourceHandlers:
         status: int = 200,
         warnings: list[str] | None = None,
         out: Output | None = None,
+        *,
+        stored: bool = False,
     ) -> web.Response:
+        """`stored`: `obj` is a version as storage holds it (a read's answer, not a write's)."""
         out = out or self.output(request)
         client_obj = r.to_client(obj)
         if out.transform == "Table":
@@ -223,14 +226,14 @@ class ResourceHandlers:
                 "apiVersion": f"meta.k8s.io/{out.version}",
                 "metadata": obj["metadata"],
             }
-            return respond(doc, out, status, warnings)
-        return respond(client_obj, out, status, warnings)
+            return respond(doc, out, status, warnings, stored=stored)
+        return respond(client_obj, out, status, warnings, stored=stored)
 
     # -- reads -----------------------------------------------------------------------------------------
 
     async def get(self, request: web.Request, r: Resolved) -> web.Response:
         obj = await r.rest.get(r.info.namespace, r.info.name, request.query.get("resourceVersion", ""))
-        return self.object_response(request, r, obj)
+        return self.object_response(request, r, obj, stored=True)
 
     async def list_collection(self, request: web.Request, r: Resolved) -> web.Response:
         out = self.output(request)
@@ -267,9 +270,9 @@ class ResourceHandlers:
                     for o in items
                 ],
             }
-            return respond(doc, out)
+            return respond(doc, out, stored=True)
         doc = {"kind": r.served.list_kind, "apiVersion": r.served.api_version, "metadata": list_meta, "items": items}
-        return respond(doc, out)
+        return respond(doc, out, stored=True)
 
     async def _expired_continue(self, r: Resolved, opts: ListOptions) -> errors.StatusError:
         err = errors.expired(

@@ -343,3 +343,27 @@ def test_partial_object_metadata_in_protobuf(server):
     status, ctype, body = raw_request(server, "GET", f"/api/v1/namespaces/{NS}/configmaps/meta-only", accept=accept)
     _, kind, one = ref.parse(body, "io.k8s.apimachinery.pkg.apis.meta.v1.PartialObjectMetadata")
     assert (status, kind, one.metadata.name, one.metadata.namespace) == (200, "PartialObjectMetadata", "meta-only", NS)
+
+
+def test_reused_encodings_never_go_stale(server):
+    # GETs and LISTs in protobuf reuse the encoding of an object version; a change, or a dry run that answers
+    # with new content under the stored resourceVersion, must never be served from it.
+    assert server.kubectl("create", "configmap", "kept", "--from-literal=v=1", "-n", NS).returncode == 0
+    path = f"/api/v1/namespaces/{NS}/configmaps/kept"
+
+    def read() -> dict[str, str]:
+        _, _, body = raw_request(server, "GET", path)
+        return dict(ref.parse(body, "io.k8s.api.core.v1.ConfigMap")[2].data)
+
+    def listed() -> dict[str, str]:
+        _, _, body = raw_request(server, "GET", f"/api/v1/namespaces/{NS}/configmaps")
+        items = ref.parse(body, "io.k8s.api.core.v1.ConfigMapList")[2].items
+        return next(dict(i.data) for i in items if i.metadata.name == "kept")
+
+    assert read() == listed() == {"v": "1"}
+    status, _, body = raw_request(server, "PATCH", f"{path}?dryRun=All", b'{"data":{"v":"dry"}}',
+                                  content_type="application/merge-patch+json")  # fmt: skip
+    assert status == 200 and dict(ref.parse(body, "io.k8s.api.core.v1.ConfigMap")[2].data) == {"v": "dry"}
+    assert read() == listed() == {"v": "1"}
+    server.request("PATCH", path, {"data": {"v": "2"}}, "application/merge-patch+json")
+    assert read() == listed() == {"v": "2"}

@@ -1148,7 +1148,94 @@ error:
     return NULL;
 }
 
+/* k8s\0 + runtime.Unknown{typeMeta{apiVersion, kind}, raw}: the envelope of an encoded object. With `prefix`,
+ * raw is written after it (a list's items, already encoded, follow their list's metadata). */
+static PyObject *py_envelope(PyObject *self, PyObject *args) {
+    const char *av, *kind;
+    Py_ssize_t avn, kindn;
+    Py_buffer raw;
+    if (!PyArg_ParseTuple(args, "s#s#y*", &av, &avn, &kind, &kindn, &raw)) return NULL;
+    Buf b = {NULL, 0, 0};
+    Py_ssize_t tm = 1 + varint_size((uint64_t)avn) + avn + 1 + varint_size((uint64_t)kindn) + kindn;
+    int ok = grow(&b, 4 + 1 + 10 + tm + 1 + 10 + raw.len) == 0;
+    if (ok) {
+        memcpy(b.p, "k8s\0", 4);
+        b.len = 4;
+        b.p[b.len++] = 0x0a;
+        put_varint(&b, (uint64_t)tm);
+        put_bytes_field(&b, TAG1_LEN, 1, av, avn);
+        put_bytes_field(&b, (const unsigned char *)"\x12", 1, kind, kindn);
+        put_bytes_field(&b, (const unsigned char *)"\x12", 1, (const char *)raw.buf, raw.len);
+    }
+    PyBuffer_Release(&raw);
+    if (!ok) {
+        PyMem_Free(b.p);
+        return NULL;
+    }
+    PyObject *out = PyBytes_FromStringAndSize((const char *)b.p, b.len);
+    PyMem_Free(b.p);
+    return out;
+}
+
+/* (apiVersion, kind, raw) of an enveloped body; the raw message as a memoryview of `data`. Errors as the
+ * reference codec's `unwrap` words them. */
+static PyObject *py_unwrap(PyObject *self, PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    const unsigned char *p = view.buf;
+    PyObject *res = NULL;
+    if (view.len == 0) {
+        PyErr_SetString(h_error, "empty data");
+        goto done;
+    }
+    if (view.len < 4 || memcmp(p, "k8s\0", 4) != 0) {
+        PyErr_SetString(h_error,
+                        "provided data does not appear to be a protobuf message, expected prefix [107 56 115 0]");
+        goto done;
+    }
+    if (view.len == 4) {
+        PyErr_SetString(h_error, "empty body");
+        goto done;
+    }
+    Reader r = {p + 4, p + view.len}, av = {NULL, NULL}, kind = {NULL, NULL}, raw = {p + view.len, p + view.len};
+    while (r.p < r.end) {
+        uint32_t n;
+        int w;
+        uint64_t x;
+        Reader sub = {NULL, NULL};
+        if (next_field(&r, &n, &w, &x, &sub) < 0) goto done;
+        if (n == 1 && w == 2) {
+            while (sub.p < sub.end) {
+                uint32_t n2;
+                int w2;
+                uint64_t x2;
+                Reader s2 = {NULL, NULL};
+                if (next_field(&sub, &n2, &w2, &x2, &s2) < 0) goto done;
+                if (n2 == 1 && w2 == 2) av = s2;
+                else if (n2 == 2 && w2 == 2) kind = s2;
+            }
+        } else if (n == 2 && w == 2) {
+            raw = sub;
+        }
+    }
+    PyObject *avs = av.p ? text(&av) : PyUnicode_FromString("");
+    PyObject *ks = kind.p ? text(&kind) : PyUnicode_FromString("");
+    PyObject *mv = PyMemoryView_FromObject(arg);
+    PyObject *slice = NULL;
+    if (avs && ks && mv) slice = PySequence_GetSlice(mv, raw.p - p, raw.end - p);
+    if (slice) res = PyTuple_Pack(3, avs, ks, slice);
+    Py_XDECREF(avs);
+    Py_XDECREF(ks);
+    Py_XDECREF(mv);
+    Py_XDECREF(slice);
+done:
+    PyBuffer_Release(&view);
+    return res;
+}
+
 static PyMethodDef methods[] = {
+    {"envelope", py_envelope, METH_VARARGS, "envelope(apiVersion, kind, raw) -> bytes."},
+    {"unwrap", py_unwrap, METH_O, "unwrap(data) -> (apiVersion, kind, raw memoryview)."},
     {"load", py_load, METH_VARARGS, "load(schema, helpers): the compiled messages and the Python helpers."},
     {"encode", py_encode, METH_VARARGS, "encode(index, obj) -> bytes: a dict as message `index`."},
     {"decode", py_decode, METH_VARARGS, "decode(index, data, into=None) -> dict: message `index` as a dict."},

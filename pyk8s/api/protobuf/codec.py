@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import binascii
 import struct
+from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
@@ -152,22 +153,93 @@ def py_encode_message(msg: Message, obj: dict[str, Any]) -> bytearray:
     return out
 
 
-def envelope(api_version: str, kind: str, raw: bytes | bytearray) -> bytes:
+def py_envelope(api_version: str, kind: str, raw: bytes | bytearray) -> bytes:
     """`k8s\\x00` + runtime.Unknown{typeMeta{apiVersion, kind}, raw}."""
     av, k = api_version.encode(), kind.encode()
     type_meta = b"\x0a" + varint(len(av)) + av + b"\x12" + varint(len(k)) + k
     return MAGIC + b"\x0a" + varint(len(type_meta)) + type_meta + b"\x12" + varint(len(raw)) + bytes(raw)
 
 
-def encode_object(obj: dict[str, Any], api_version: str = "", kind: str = "") -> bytes:
+class EncodingCache:
+    """Encodings of stored object versions, least recently used first out past a byte budget. An object's
+    version (its uid and resourceVersion) never changes content, so a GET or a LIST that meets it again sends
+    the bytes it already has (upstream's watch cache keeps serializations per format the same way)."""
+
+    def __init__(self, budget: int = 64 << 20) -> None:
+        self.budget = budget
+        self.size = 0
+        self.entries: OrderedDict[tuple[str, ...], bytes] = OrderedDict()
+        self.hits = self.misses = 0
+
+    def get(self, key: tuple[str, ...]) -> bytes | None:
+        found = self.entries.get(key)
+        if found is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        self.entries.move_to_end(key)
+        return found
+
+    def put(self, key: tuple[str, ...], value: bytes) -> None:
+        old = self.entries.pop(key, None)
+        if old is not None:
+            self.size -= len(old)
+        self.entries[key] = value
+        self.size += len(value)
+        while self.size > self.budget and self.entries:
+            _, dropped = self.entries.popitem(last=False)
+            self.size -= len(dropped)
+
+
+CACHE = EncodingCache()
+
+
+def _version_key(form: str, api_version: str, obj: dict[str, Any]) -> tuple[str, ...] | None:
+    md = obj.get("metadata")
+    if not isinstance(md, dict) or not md.get("resourceVersion") or not md.get("uid"):
+        return None
+    return (form, api_version, str(md.get("namespace") or ""), str(md.get("name") or ""), str(md["uid"]),
+            str(md["resourceVersion"]))  # fmt: skip
+
+
+def encode_object(obj: dict[str, Any], api_version: str = "", kind: str = "", *, stored: bool = False) -> bytes:
     """An object (or list, or Status) in its enveloped protobuf form; apiVersion and kind default to the
-    object's own. KeyError when the kind has no protobuf message."""
+    object's own. `stored`: the object (or every item of the list) is a version as storage holds it, whose
+    encoding may be kept and reused (never a write's answer: a dry run answers with a stored version's
+    resourceVersion and new content). KeyError when the kind has no protobuf message."""
     api_version = api_version or obj.get("apiVersion", "")
     kind = kind or obj.get("kind", "")
     name = message_name_for(api_version, kind)
     if name is None:
         raise KeyError(f"{api_version}, Kind={kind} has no protobuf form")
-    return envelope(api_version, kind, encode_message(message(name), obj))
+    msg = message(name)
+    items_field = msg.by_number.get(2)
+    if stored and "items" in obj and items_field is not None and items_field.key == "items" and items_field.message:
+        return _encode_list(obj, api_version, kind, msg, items_field.message)
+    key = _version_key("object", api_version, obj) if stored else None
+    if key is not None:
+        found = CACHE.get(key)
+        if found is not None:
+            return found
+    out = envelope(api_version, kind, encode_message(msg, obj))
+    if key is not None:
+        CACHE.put(key, out)
+    return out
+
+
+def _encode_list(doc: dict[str, Any], api_version: str, kind: str, msg: Message, item: Message) -> bytes:
+    """A list whose items' encodings (field 2, with their tags and lengths) come from the cache when it has them."""
+    parts = [bytes(encode_message(msg, {"metadata": doc.get("metadata") or {}}))]
+    for obj in doc.get("items") or ():
+        key = _version_key("item", api_version, obj)
+        found = CACHE.get(key) if key is not None else None
+        if found is None:
+            body = encode_message(item, obj)
+            found = b"\x12" + varint(len(body)) + body
+            if key is not None:
+                CACHE.put(key, found)
+        parts.append(found)
+    return envelope(api_version, kind, b"".join(parts))
 
 
 def watch_frame(event_type: str, enveloped: bytes) -> bytes:
@@ -424,12 +496,29 @@ def decode_message(msg: Message, data: bytes | memoryview, into: dict[str, Any] 
     return py_decode_message(msg, data, into)
 
 
+def envelope(api_version: str, kind: str, raw: bytes | bytearray) -> bytes:
+    """`k8s\\x00` + runtime.Unknown{typeMeta{apiVersion, kind}, raw}."""
+    if _fast_loaded or _load_fast():
+        return _fastpb.envelope(api_version, kind, raw)  # type: ignore[no-any-return, union-attr]
+    return py_envelope(api_version, kind, raw)
+
+
+def unwrap(data: bytes) -> tuple[str, str, memoryview]:
+    """apiVersion, kind and the raw message of an enveloped body; ProtobufError with upstream's messages."""
+    if _fast_loaded or _load_fast():
+        api_version, kind, raw = _fastpb.unwrap(data)  # type: ignore[union-attr]
+        if not kind or not api_version:
+            return py_unwrap(data)  # the reference words the missing-field errors
+        return api_version, kind, raw
+    return py_unwrap(data)
+
+
 def fast() -> bool:
     """Whether the C codec is in use."""
     return _load_fast()
 
 
-def unwrap(data: bytes) -> tuple[str, str, memoryview]:
+def py_unwrap(data: bytes) -> tuple[str, str, memoryview]:
     """apiVersion, kind and the raw message of an enveloped body; ProtobufError with upstream's messages."""
     if len(data) == 0:
         raise ProtobufError("empty data")
@@ -473,6 +562,6 @@ def decode_object(data: bytes) -> dict[str, Any]:
 
 
 __all__ = [
-    "MAGIC", "ProtobufError", "UnknownKind", "decode_message", "decode_object", "encode_message", "encode_object", "envelope",
+    "CACHE", "MAGIC", "ProtobufError", "UnknownKind", "decode_message", "decode_object", "encode_message", "encode_object", "envelope",
     "tag", "unwrap", "watch_frame",
 ]  # fmt: skip
