@@ -729,6 +729,28 @@ static int wrong_wire(const Field *f, int wire) {
 }
 
 /* A new reference to the field's value. */
+/* The fields numbered 1 to 3 of a small message that stands for a JSON scalar (Timestamp, Duration, Quantity,
+ * IntOrString, RawExtension): the last varint and the last length-delimited value of each, zero or empty when
+ * absent. */
+typedef struct {
+    int64_t v[4];
+    Reader s[4];
+} Small;
+
+static int read_small(Reader *s, Small *m) {
+    memset(m, 0, sizeof *m);
+    while (s->p < s->end) {
+        uint32_t n;
+        int w;
+        uint64_t x = 0;
+        Reader sub = {NULL, NULL};
+        if (next_field(s, &n, &w, &x, &sub) < 0) return -1;
+        if (n < 4 && w == 0) m->v[n] = (int64_t)x;
+        else if (n < 4 && w == 2) m->s[n] = sub;
+    }
+    return 0;
+}
+
 static PyObject *decode_value(const Field *f, int wire, uint64_t v, Reader *s, int depth) {
     int kind = f->kind;
     if (kind == K_INT || kind == K_BOOL) {
@@ -759,91 +781,31 @@ static PyObject *decode_value(const Field *f, int wire, uint64_t v, Reader *s, i
     case K_TIME:
     case K_MICRO_TIME: {
         if (s->p == s->end) Py_RETURN_NONE; /* Go's zero time */
-        int64_t sec = 0, nsec = 0;
-        uint32_t n;
-        int w;
-        uint64_t x;
-        Reader sub;
-        while (s->p < s->end) {
-            if (next_field(s, &n, &w, &x, &sub) < 0) return NULL;
-            if (n == 1 && w == 0) sec = (int64_t)x;
-            else if (n == 2 && w == 0) nsec = (int64_t)(int32_t)(uint32_t)x;
-        }
-        return format_time(sec, kind == K_MICRO_TIME ? nsec : 0, kind == K_MICRO_TIME);
+        Small m;
+        if (read_small(s, &m) < 0) return NULL;
+        return format_time(m.v[1], kind == K_MICRO_TIME ? (int32_t)m.v[2] : 0, kind == K_MICRO_TIME);
     }
     case K_DURATION: {
-        int64_t ns = 0;
-        uint32_t n;
-        int w;
-        uint64_t x;
-        Reader sub;
-        while (s->p < s->end) {
-            if (next_field(s, &n, &w, &x, &sub) < 0) return NULL;
-            if (n == 1 && w == 0) ns = (int64_t)x;
-        }
-        return PyObject_CallFunction(h_duration_format, "L", (long long)ns);
+        Small m;
+        if (read_small(s, &m) < 0) return NULL;
+        return PyObject_CallFunction(h_duration_format, "L", (long long)m.v[1]);
     }
     case K_QUANTITY: {
-        PyObject *res = NULL;
-        uint32_t n;
-        int w;
-        uint64_t x;
-        Reader sub;
-        while (s->p < s->end) {
-            if (next_field(s, &n, &w, &x, &sub) < 0) {
-                Py_XDECREF(res);
-                return NULL;
-            }
-            if (n == 1 && w == 2) {
-                Py_XDECREF(res);
-                if (!(res = text(&sub))) return NULL;
-            }
-        }
-        if (!res || PyUnicode_GET_LENGTH(res) == 0) {
-            Py_XDECREF(res);
-            return PyUnicode_FromString("0");
-        }
-        return res;
+        Small m;
+        if (read_small(s, &m) < 0) return NULL;
+        if (!m.s[1].p || m.s[1].p == m.s[1].end) return PyUnicode_FromString("0");
+        return text(&m.s[1]);
     }
     case K_INT_OR_STRING: {
-        int64_t typ = 0, ival = 0;
-        PyObject *sval = NULL;
-        uint32_t n;
-        int w;
-        uint64_t x;
-        Reader sub;
-        while (s->p < s->end) {
-            if (next_field(s, &n, &w, &x, &sub) < 0) {
-                Py_XDECREF(sval);
-                return NULL;
-            }
-            if (n == 1 && w == 0) typ = (int64_t)x;
-            else if (n == 2 && w == 0) ival = (int64_t)(int32_t)(uint32_t)x;
-            else if (n == 3 && w == 2) {
-                Py_XDECREF(sval);
-                if (!(sval = text(&sub))) return NULL;
-            }
-        }
-        if (typ == 1) {
-            if (!sval) return PyUnicode_FromString("");
-            return sval;
-        }
-        Py_XDECREF(sval);
-        return PyLong_FromLongLong(ival);
+        Small m;
+        if (read_small(s, &m) < 0) return NULL;
+        if (m.v[1] == 1) return m.s[3].p ? text(&m.s[3]) : PyUnicode_FromString("");
+        return PyLong_FromLongLong((int32_t)m.v[2]);
     }
     case K_RAW: {
-        const unsigned char *rp = NULL, *re = NULL;
-        uint32_t n;
-        int w;
-        uint64_t x;
-        Reader sub;
-        while (s->p < s->end) {
-            if (next_field(s, &n, &w, &x, &sub) < 0) return NULL;
-            if (n == 1 && w == 2) {
-                rp = sub.p;
-                re = sub.end;
-            }
-        }
+        Small m;
+        if (read_small(s, &m) < 0) return NULL;
+        const unsigned char *rp = m.s[1].p, *re = m.s[1].end;
         PyObject *raw = PyBytes_FromStringAndSize((const char *)rp, rp ? re - rp : 0);
         if (!raw) return NULL;
         /* JSON text (what every Go client writes) straight to the JSON parser; anything else to the helper */
