@@ -338,11 +338,16 @@ class PodStrategy(Strategy):
         if isinstance(spec, dict):
             default_pod_spec(spec)
             spec.setdefault("enableServiceLinks", True)
+
+    def admission_defaults(self, obj: Object) -> None:
+        # The ServiceAccount and Priority admission plugins' (the 300 s not-ready/unreachable tolerations are the
+        # DefaultTolerationSeconds plugin's, which pyk8s runs as a plugin).
+        spec = obj.get("spec")
+        if isinstance(spec, dict):
             spec.setdefault("serviceAccountName", "default")
             spec.setdefault("serviceAccount", spec["serviceAccountName"])
             spec.setdefault("priority", 0)
             spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
-            # The 300 s not-ready/unreachable tolerations are the DefaultTolerationSeconds admission plugin's.
 
     def prepare_for_create(self, obj: Object) -> None:
         super().prepare_for_create(obj)

@@ -428,8 +428,12 @@ class RESTStore:
 
     # -- create ----------------------------------------------------------------------------------------
 
-    async def prepare_create(self, namespace: str, obj: Object) -> Object:
-        """Everything upstream's BeforeCreate does, short of admission and storage."""
+    async def prepare_create(self, namespace: str, obj: Object, ctx: Context | None = None) -> Object:
+        """Everything upstream's BeforeCreate does, short of admission and storage. With `ctx`, the write's
+        field manager is recorded once the object has its defaults, before the strategy and admission change
+        it (upstream's create handler runs the field manager on the decoded, defaulted object): it owns what
+        the client sent and what defaulting filled in, not what the server sets later (a pod's phase and QoS
+        class, an admission plugin's priority or tolerations)."""
         md = meta.metadata(obj)
         if self.resource.namespaced:
             ns = md.get("namespace") or ""
@@ -443,6 +447,9 @@ class RESTStore:
         for k in ("deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion", "selfLink"):
             md.pop(k, None)
         self.strategy.default(obj)
+        if ctx is not None:
+            self._record_create(obj, ctx)
+        self.strategy.admission_defaults(obj)
         self.strategy.prepare_for_create(obj)
         if not md.get("name") and md.get("generateName"):
             md["name"] = meta.generate_name(md["generateName"])
@@ -455,15 +462,24 @@ class RESTStore:
             raise self.invalid(md.get("name", ""), errs)
         return obj
 
+    def _record_create(self, obj: Object, ctx: Context) -> None:
+        # The status of a kind with a status subresource is a reset field of the main resource (upstream:
+        # GetResetFields): a create does not own it.
+        status = obj.pop("status", None) if any(s.name == "status" for s in self.resource.subresources) else None
+        try:
+            self.record_manager(obj, None, ctx, "")
+        finally:
+            if status is not None:
+                obj["status"] = status
+
     async def create(self, namespace: str, obj: Object, ctx: Context) -> Object:
         generated = not meta.metadata(obj).get("name") and bool(meta.metadata(obj).get("generateName"))
-        obj = await self.prepare_create(namespace, obj)
+        obj = await self.prepare_create(namespace, obj, ctx)
         name = meta.name_of(obj)
         attrs = Attributes(CREATE, self.resource, "", namespace, name, obj, None, ctx.user, ctx.dry_run)
         await self.admission.admit(attrs)
         obj = attrs.object or obj
         await self.admission.validate(attrs)
-        self.record_manager(obj, None, ctx, "")
         obj = self.typed(obj)
         for attempt in range(GENERATE_NAME_RETRIES + 1):
             key = self.key(meta.namespace_of(obj), meta.name_of(obj))
@@ -635,6 +651,7 @@ class RESTStore:
             errs = validate_object_meta_update(md, old_md)
         else:
             self.strategy.default(new)
+            self.strategy.admission_defaults(new)
             self.strategy.prepare_for_update(new, old)
             errs = validate_object_meta_update(md, old_md) + self.strategy.validate_update(new, old)
         if errs:

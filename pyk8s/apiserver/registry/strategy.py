@@ -177,6 +177,11 @@ class Strategy:
     def default(self, obj: Object) -> None:
         """Upstream's defaulting for the kind (SetDefaults_*)."""
 
+    def admission_defaults(self, obj: Object) -> None:
+        """What upstream's default admission plugins fill in that pyk8s does not run as plugins yet (a pod's
+        service account and priority: issue 18). After the field manager has recorded the write, as admission
+        runs after it upstream: no manager owns these."""
+
     def prepare_for_create(self, obj: Object) -> None:
         if self.has_status:
             obj.pop("status", None)
