@@ -4,7 +4,8 @@ apimachinery/pkg/util/managedfields, for `Update` operations).
 A create gives its field manager every field it set; an update gives its manager the fields it changed and
 takes them from the other managers; a manager left owning nothing is dropped. Field sets use upstream's
 FieldsV1 form: `f:<name>` for fields, `k:{...}` for items of lists keyed by their list-map keys, `v:<json>`
-for items of sets, and `.` for a list item itself. Server-apply (`Apply` operations, conflicts) is not
+for items of sets, and `.` for a node owned itself as well as through its fields (a list item; on create,
+anything the create added whole: `with_added_nodes`). Server-apply (`Apply` operations, conflicts) is not
 implemented yet.
 """
 
@@ -365,6 +366,25 @@ def _still_owned(fields: dict[str, Any], value: Any, node: Node | None, path: Pa
             _still_owned(sub, child, child_node, p, out)
         elif not (p == ("f:metadata",) and isinstance(child, dict) and child and all(k in _SERVER_META for k in child)):
             out.add(p)  # a leaf, or a value with leaves below it (server-owned metadata alone has none)
+
+
+def with_added_nodes(fields: dict[str, Any], zero: Any) -> dict[str, Any]:
+    """A create's field set with `"."` on every node the create added whole: one absent from the kind's zero
+    value (`zero`, the JSON Go writes for an empty object of the kind) that has owned children. Upstream's
+    create compares the object with that zero value and owns each added node itself as well as its fields:
+    `labels` (omitempty, absent when empty) is `{".": {}, "f:app": {}}`, a pointer struct the client filled
+    in likewise, while `spec` (a struct Go always writes) and `containers` (written as null) are not."""
+    out: dict[str, Any] = {}
+    for key, sub in fields.items():
+        if not sub or key == ".":
+            out[key] = sub
+            continue
+        if key.startswith("f:") and isinstance(zero, dict) and key[2:] in zero:
+            out[key] = with_added_nodes(sub, zero[key[2:]])
+            continue
+        below = with_added_nodes(sub, None)  # under an added node everything was added
+        out[key] = below if "." in below else {".": {}, **below}
+    return out
 
 
 def default_manager(user_agent: str) -> str:

@@ -218,3 +218,23 @@ def test_fields_kept_in_an_earlier_item_of_a_duplicated_key_stay_owned():
     assert got == [(e["manager"], e["fieldsV1"]) for e in want]
     creator = dict(got)["creator"]
     assert "f:reason" in creator["f:status"]["f:conditions"]['k:{"type":"Ready"}']
+
+
+def test_a_create_owns_the_nodes_it_added_whole():
+    from pyk8s.api.managed_fields import with_added_nodes
+
+    zero = {"metadata": {"creationTimestamp": None}, "spec": {"containers": None, "inner": {}}}
+    fields = {
+        "f:metadata": {"f:labels": {"f:a": {}}},
+        "f:spec": {"f:containers": {'k:{"name":"c"}': {".": {}, "f:resources": {"f:limits": {"f:cpu": {}}}}},
+                   "f:inner": {"f:x": {}}, "f:securityContext": {"f:runAsUser": {}}, "f:dnsPolicy": {}},
+    }  # fmt: skip
+    assert with_added_nodes(fields, zero) == {
+        "f:metadata": {"f:labels": {".": {}, "f:a": {}}},
+        "f:spec": {
+            "f:containers": {'k:{"name":"c"}': {".": {}, "f:resources": {".": {}, "f:limits": {".": {}, "f:cpu": {}}}}},
+            "f:inner": {"f:x": {}},
+            "f:securityContext": {".": {}, "f:runAsUser": {}},
+            "f:dnsPolicy": {},
+        },
+    }

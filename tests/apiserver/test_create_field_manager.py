@@ -46,6 +46,18 @@ def test_a_pod_creator_owns_what_it_sent_and_the_defaults(server):
     assert {t["key"] for t in spec["tolerations"]} == {"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"}
 
 
+def test_nodes_a_create_adds_whole_are_owned_themselves(server):
+    # Upstream's "." entries: labels (absent from an empty Pod) and the container item are added whole; spec (a
+    # struct Go always writes) and containers (written as null) are not.
+    assert server.kubectl("run", "dots", "--image=nginx", "--labels=app=dots").returncode == 0
+    pod = json.loads(server.kubectl("get", "pod", "dots", "-o", "json", "--show-managed-fields").stdout)
+    fields = pod["metadata"]["managedFields"][0]["fieldsV1"]
+    assert fields["f:metadata"] == {"f:labels": {".": {}, "f:app": {}}}
+    assert "." not in fields["f:spec"] and "." not in fields["f:spec"]["f:containers"]
+    assert next(iter(fields["f:spec"]["f:containers"]['k:{"name":"dots"}'])) == "."
+    assert fields["f:spec"]["f:securityContext"] == {}  # an empty added struct is a leaf, as upstream's
+
+
 def test_a_create_does_not_own_the_status_it_sent(server):
     # The main resource's status is a reset field: a client may send one, the server drops it, no one owns it.
     deployment = {

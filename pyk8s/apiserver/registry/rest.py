@@ -10,10 +10,12 @@ resource's storage version; converting to and from the version a client speaks i
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import logging
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from ...api import errors, managed_fields, meta, schema, validation
 from ...api.errors import StatusError
@@ -471,6 +473,16 @@ class RESTStore:
         finally:
             if status is not None:
                 obj["status"] = status
+        if self.codec is not None:
+            for entry in obj["metadata"].get("managedFields") or ():
+                if entry.get("manager") == ctx.field_manager and isinstance(entry.get("fieldsV1"), dict):
+                    entry["fieldsV1"] = managed_fields.with_added_nodes(entry["fieldsV1"], self._zero)
+
+    @functools.cached_property
+    def _zero(self) -> Any:
+        """The kind's zero value as Go writes it (what upstream's create compares the new object with)."""
+        assert self.codec is not None
+        return self.codec.decoder.zero()
 
     async def create(self, namespace: str, obj: Object, ctx: Context) -> Object:
         generated = not meta.metadata(obj).get("name") and bool(meta.metadata(obj).get("generateName"))
