@@ -119,6 +119,24 @@ class APIServerProcess:
         except OSError:
             return False
 
+    def raw_request(
+        self, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None,
+        timeout: float = 30.0,
+    ) -> tuple[int, dict[str, str], bytes]:  # fmt: skip
+        """One authenticated request, answered as sent: (status, headers, body bytes), error statuses included."""
+        import urllib.error
+
+        req = urllib.request.Request(
+            f"{self.url}{path}", data=body, method=method,
+            headers={"Authorization": f"Bearer {self.token}", **(headers or {})},
+        )  # fmt: skip
+        ctx = ssl.create_default_context(cafile=str(self.ca_file))
+        try:
+            with urllib.request.urlopen(req, context=ctx, timeout=timeout) as r:
+                return r.status, dict(r.headers), r.read()
+        except urllib.error.HTTPError as err:
+            return err.code, dict(err.headers), err.read()
+
     def request(
         self,
         method: str,
@@ -129,21 +147,11 @@ class APIServerProcess:
     ) -> tuple[int, object]:
         """One authenticated request; returns (status, decoded JSON body or text)."""
         import json
-        import urllib.error
 
         data = None
         if body is not None:
             data = body if isinstance(body, bytes) else json.dumps(body).encode()
-        req = urllib.request.Request(
-            f"{self.url}{path}", data=data, method=method,
-            headers={"Authorization": f"Bearer {self.token}", "Content-Type": content_type, **(headers or {})},
-        )  # fmt: skip
-        ctx = ssl.create_default_context(cafile=str(self.ca_file))
-        try:
-            with urllib.request.urlopen(req, context=ctx, timeout=30) as r:
-                raw, status = r.read(), r.status
-        except urllib.error.HTTPError as err:
-            raw, status = err.read(), err.code
+        status, _, raw = self.raw_request(method, path, data, {"Content-Type": content_type, **(headers or {})})
         try:
             return status, json.loads(raw)
         except ValueError:

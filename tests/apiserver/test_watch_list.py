@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import ssl
 import threading
 import time
-import urllib.request
 from typing import Any
 
 import pytest
@@ -18,16 +16,13 @@ from pyk8s.client.cache.reflector import Reflector
 from pyk8s.client.kubeconfig import load_kubeconfig
 from pyk8s.client.rest import RESTClient
 from pyk8s.testing.cluster import APIServerProcess
+from pyk8s.testing.polling import until
 
 
 def stream(server: APIServerProcess, path: str) -> tuple[int, list[dict[str, Any]]]:
-    req = urllib.request.Request(f"{server.url}{path}", headers={"Authorization": f"Bearer {server.token}"})
-    ctx = ssl.create_default_context(cafile=str(server.ca_file))
-    try:
-        with urllib.request.urlopen(req, context=ctx, timeout=30) as r:
-            return r.status, [json.loads(line) for line in r.read().splitlines() if line.strip()]
-    except urllib.error.HTTPError as err:
-        return err.code, [json.loads(err.read())]
+    """A watch's status and its events (the whole stream, read until the watch times out)."""
+    status, _, body = server.raw_request("GET", path)
+    return status, [json.loads(line) for line in body.splitlines() if line.strip()]
 
 
 def cm(name: str, **labels: str) -> dict[str, Any]:
@@ -125,6 +120,12 @@ class _Store:
     def resync(self) -> None:
         pass
 
+    async def synced(self) -> bool:
+        return bool(self.synced_rv)
+
+    async def has(self, name: str) -> bool:
+        return name in self.items
+
 
 async def test_our_reflector_syncs_through_a_watch_list(cluster, ns):
     for n in ("x", "y"):
@@ -134,18 +135,12 @@ async def test_our_reflector_syncs_through_a_watch_list(cluster, ns):
         r = Reflector(client, "configmaps", store, namespace=ns)
         task = asyncio.create_task(r.run())
         try:
-            for _ in range(100):
-                if store.synced_rv:
-                    break
-                await asyncio.sleep(0.05)
+            await until("the store synced", store.synced)
             assert set(store.items) == {"x", "y"} and (r.watch_lists, r.lists) == (1, 0)
             assert all(o["kind"] == "ConfigMap" for o in store.items.values())
             # The same stream goes on as a watch.
             await client.create("configmaps", cm("z"), ns)
-            for _ in range(100):
-                if "z" in store.items:
-                    break
-                await asyncio.sleep(0.05)
+            await until("the new object in the store", lambda: store.has("z"))
             assert set(store.items) == {"x", "y", "z"} and r.watch_lists == 1
         finally:
             task.cancel()
@@ -169,10 +164,7 @@ async def test_a_reflector_lists_when_the_server_refuses_watch_lists(cluster, ns
         client.watch = refusing_watch  # type: ignore[method-assign]
         task = asyncio.create_task(r.run())
         try:
-            for _ in range(100):
-                if store.synced_rv:
-                    break
-                await asyncio.sleep(0.05)
+            await until("the store synced", store.synced)
             assert set(store.items) == {"only"} and (r.watch_lists, r.lists, r.watch_list) == (0, 1, False)
         finally:
             task.cancel()

@@ -16,7 +16,6 @@ then a WatchEvent whose object holds an enveloped object) are `encode_object`, `
 from __future__ import annotations
 
 import base64
-import binascii
 import struct
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -36,7 +35,6 @@ from .schema import (
     fast_spec,
     message,
     message_name_for,
-    tag,
     varint,
 )
 
@@ -528,20 +526,15 @@ def py_unwrap(data: bytes) -> tuple[str, str, memoryview]:
         raise ProtobufError("empty body")
     api_version = kind = ""
     raw: memoryview = memoryview(b"")
-    try:
-        for number, wire, v in _fields(data, len(MAGIC)):
-            if number == 1 and wire == WIRE_LEN:
-                for n, w, x in _fields(v):
-                    if n == 1 and w == WIRE_LEN:
-                        api_version = _text(x)
-                    elif n == 2 and w == WIRE_LEN:
-                        kind = _text(x)
-            elif number == 2 and wire == WIRE_LEN:
-                raw = v
-    except ProtobufError:
-        raise
-    except (IndexError, binascii.Error) as e:  # pragma: no cover - _fields checks its bounds
-        raise ProtobufError(str(e)) from None
+    for number, wire, v in _fields(data, len(MAGIC)):
+        if number == 1 and wire == WIRE_LEN:
+            for n, w, x in _fields(v):
+                if n == 1 and w == WIRE_LEN:
+                    api_version = _text(x)
+                elif n == 2 and w == WIRE_LEN:
+                    kind = _text(x)
+        elif number == 2 and wire == WIRE_LEN:
+            raw = v
     if not kind or not api_version:
         missing = "Kind" if not kind else "apiVersion"
         raise ProtobufError(
@@ -563,5 +556,5 @@ def decode_object(data: bytes) -> dict[str, Any]:
 
 __all__ = [
     "CACHE", "MAGIC", "ProtobufError", "UnknownKind", "decode_message", "decode_object", "encode_message", "encode_object", "envelope",
-    "tag", "unwrap", "watch_frame",
+    "py_decode_message", "py_encode_message", "unwrap", "watch_frame",
 ]  # fmt: skip

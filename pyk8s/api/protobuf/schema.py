@@ -22,9 +22,6 @@ from ..types.codec import DURATION, FIELDS_V1, INT_OR_STRING, MICRO_TIME, QUANTI
 
 _META = "io.k8s.apimachinery.pkg.apis.meta.v1."
 QUANTITY_VALUE = "io.k8s.apimachinery.pkg.api.resource.QuantityValue"
-UNKNOWN = "io.k8s.apimachinery.pkg.runtime.Unknown"
-WATCH_EVENT = _META + "WatchEvent"
-STATUS = _META + "Status"
 
 # Kinds every group version serves under its own apiVersion (metav1.AddToGroupVersion): a DeleteOptions body
 # sent to apps/v1 says `apiVersion: apps/v1`, and its message is meta/v1's.
@@ -230,7 +227,3 @@ def message_name_for(api_version: str, kind: str) -> str | None:
     if name is None or name not in _tables()[0]:
         return None
     return name
-
-
-def has_message(api_version: str, kind: str) -> bool:
-    return message_name_for(api_version, kind) is not None

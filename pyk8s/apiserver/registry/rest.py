@@ -467,7 +467,7 @@ class RESTStore:
     def _record_create(self, obj: Object, ctx: Context) -> None:
         # The status of a kind with a status subresource is a reset field of the main resource (upstream:
         # GetResetFields): a create does not own it.
-        status = obj.pop("status", None) if any(s.name == "status" for s in self.resource.subresources) else None
+        status = obj.pop("status", None) if self.strategy.has_status else None
         try:
             self.record_manager(obj, None, ctx, "")
         finally:

@@ -98,6 +98,13 @@ class Reflector:
                 resync.cancel()
                 await asyncio.gather(resync, return_exceptions=True)
 
+    def _whole(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """An object as handlers and listers want it: items of a List and objects of some watch events carry no
+        apiVersion and kind of their own."""
+        obj.setdefault("apiVersion", self.resource.api_version)
+        obj.setdefault("kind", self.resource.kind)
+        return obj
+
     def _relist_resource_version(self) -> str:
         if self._last_sync_unavailable:
             return ""  # a consistent read from storage
@@ -136,14 +143,7 @@ class Reflector:
                 )
             ]  # fmt: skip
         list_rv = str((pages[0].get("metadata") or {}).get("resourceVersion") or "")
-        api_version, kind = self.resource.api_version, self.resource.kind
-        items: builtins.list[Any] = []
-        for page in pages:
-            for item in page.get("items") or ():
-                # Items in a List carry no kind; handlers and listers want whole objects.
-                item.setdefault("apiVersion", api_version)
-                item.setdefault("kind", kind)
-                items.append(item)
+        items = [self._whole(item) for page in pages for item in page.get("items") or ()]
         return items, list_rv
 
     async def _watch_list(self) -> Any:
@@ -156,7 +156,6 @@ class Reflector:
             field_selector=self.field_selector, allow_watch_bookmarks=True, timeout_seconds=timeout,
             send_initial_events=True, resource_version_match="NotOlderThan",
         )  # fmt: skip
-        api_version, kind = self.resource.api_version, self.resource.kind
         state: dict[tuple[str, str], Any] = {}  # the initial events, applied in order (upstream's temporary store)
         try:
             async for event in watch:
@@ -171,8 +170,7 @@ class Reflector:
                         self.watch_lists += 1
                         return watch
                     continue
-                obj.setdefault("apiVersion", api_version)
-                obj.setdefault("kind", kind)
+                self._whole(obj)
                 key = (meta.get("namespace") or "", meta.get("name") or "")
                 if event.type == "DELETED":
                     state.pop(key, None)
@@ -241,7 +239,6 @@ class Reflector:
         """Apply a watch's events to the store; returns how many arrived."""
         count = 0
         store = self.store
-        api_version, kind = self.resource.api_version, self.resource.kind
         async for event in watch:
             count += 1
             self.watching = True
@@ -252,8 +249,7 @@ class Reflector:
             if typ == "BOOKMARK":
                 pass
             else:
-                obj.setdefault("apiVersion", api_version)
-                obj.setdefault("kind", kind)
+                self._whole(obj)
                 if typ == "ADDED":
                     store.add(obj)
                 elif typ == "MODIFIED":
