@@ -16,13 +16,14 @@ from aiohttp import web
 
 from ..api import errors, goyaml, schema
 from ..api.managed_fields import default_manager
-from ..api.meta import Object
+from ..api.meta import Object, json_copy
 from ..api.patch import PatchError, json_patch, merge_patch, strategic_merge
 from ..api.resources import Resource, ResourceTable
 from ..api.selectors import SelectorError, parse_field_selector, parse_label_selector
 from ..api.types.codec import DecodeError
 from ..storage import Preconditions
 from . import tables
+from .apply import apply_to, field_manager, read_config, validate_patch_options
 from .conversion import ConversionError, convert, convert_field_selector
 from .encoding import (
     body_object,
@@ -36,7 +37,6 @@ from .encoding import (
     typed_patch_result,
 )
 from .negotiation import (
-    APPLY_PATCH_CBOR,
     APPLY_PATCH_YAML,
     JSON_PATCH,
     MERGE_PATCH,
@@ -327,7 +327,12 @@ class ResourceHandlers:
         c = self._context(request, ctx)
         mode = field_validation(request.query)
         content_type = (request.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
+        if content_type not in PATCH_TYPES:
+            raise unsupported_patch_type()
+        force = validate_patch_options(request.query, content_type)
         data = await read_body(request)
+        if content_type == APPLY_PATCH_YAML:
+            return await self._apply(request, r, c, mode, data, force)
         apply = make_patcher(content_type, data, r.served)
         patch_doc = apply.patch
         warnings: list[str] = []
@@ -358,6 +363,30 @@ class ResourceHandlers:
             r.info.namespace, r.info.name, updater, c, subresource=r.info.subresource, from_watch_cache=True
         )
         return self.object_response(request, r, result, 200, warnings)
+
+    async def _apply(
+        self, request: web.Request, r: Resolved, c: Context, mode: str, data: bytes, force: bool
+    ) -> web.Response:
+        """Server-side apply: the configuration merged into the live object (or a new one) by the field manager."""
+        config = read_config(data)
+        manager = field_manager(r.served, r.rest, r.info.subresource)
+        warnings: list[str] = []
+
+        async def updater(existing: Object | None) -> Object:
+            if existing is None and r.info.subresource:
+                raise r.rest.not_found(r.info.name)
+            current = r.to_client(existing) if existing is not None else None
+            applied = apply_to(manager, current, json_copy(config), c.field_manager, force, r.served, r.info.name,
+                               r.info.namespace)  # fmt: skip
+            patched, warnings[:] = typed_patch_result(applied, r.served, mode, lambda: applied)
+            return r.to_storage(patched)
+
+        applied_ctx = Context(c.user, c.dry_run, c.field_manager, applied=True)
+        result, created = await r.rest.update(
+            r.info.namespace, r.info.name, updater, applied_ctx, subresource=r.info.subresource,
+            force_allow_create=True, from_watch_cache=True,
+        )  # fmt: skip
+        return self.object_response(request, r, result, 201 if created else 200, warnings)
 
     async def delete(self, request: web.Request, r: Resolved, ctx: Context) -> web.Response:
         opts = await delete_options(request)
@@ -437,18 +466,26 @@ class Patcher:
         return self._apply(obj)
 
 
+# The patch types served (upstream: application/apply-patch+cbor only behind the CBORServingAndStorage gate).
+PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, APPLY_PATCH_YAML, STRATEGIC_MERGE_PATCH)
+
+
+def unsupported_patch_type() -> errors.StatusError:
+    return errors.unsupported_media_type(
+        "the body of the request was in an unknown format - accepted media types include: " + ", ".join(PATCH_TYPES)
+    )
+
+
 def make_patcher(content_type: str, data: bytes, served: Resource) -> Patcher:
     """A function that applies the patch body to the client's view of the current object."""
-    if content_type in (APPLY_PATCH_YAML, APPLY_PATCH_CBOR):
+    if content_type == APPLY_PATCH_YAML:
+        # Only the scale subresource gets here: its apply (upstream's ScaleHandler) is not implemented.
         raise errors.unsupported_media_type(
-            "server-side apply (application/apply-patch+yaml) is not supported by pyk8s yet; "
-            "use client-side apply (kubectl apply without --server-side)"
+            f"server-side apply ({APPLY_PATCH_YAML}) to the {served.plural}/scale subresource is not supported "
+            "by pyk8s yet; apply spec.replicas to the object itself"
         )
     if content_type not in (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH):
-        raise errors.unsupported_media_type(
-            f"the body of the request was in an unknown format - accepted media types include: "
-            f"{JSON_PATCH}, {MERGE_PATCH}, {APPLY_PATCH_YAML}, {STRATEGIC_MERGE_PATCH}"
-        )
+        raise unsupported_patch_type()
     patch, _ = decode(data, "application/json")
     if content_type == JSON_PATCH:
         if not isinstance(patch, list):

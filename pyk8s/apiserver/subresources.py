@@ -166,7 +166,8 @@ class Subresources:
             existing.setdefault("spec", {})["replicas"] = replicas
             return existing
 
-        result, _ = await r.rest.update(r.info.namespace, r.info.name, updater, c)
+        # The parent's managedFields record the write with subresource "scale", as upstream's ScaleHandler does.
+        result, _ = await r.rest.update(r.info.namespace, r.info.name, updater, c, subresource="scale")
         return respond(scale_of(result), out)
 
     async def binding(self, request: web.Request, info: RequestInfo, ctx: Context) -> web.Response:

@@ -19,6 +19,7 @@ from typing import Any
 
 from ...api import errors, managed_fields, meta, schema, validation
 from ...api.errors import StatusError
+from ...api.field_manager import FieldManager
 from ...api.meta import Object, json_copy
 from ...api.resources import Resource
 from ...api.selectors import EVERYTHING as ALL_LABELS
@@ -95,6 +96,8 @@ class Context:
     user: UserInfo
     dry_run: bool = False
     field_manager: str = ""
+    #: the write is a server-side apply, whose managedFields the apply itself has set
+    applied: bool = False
 
 
 Updater = Callable[[Object | None], Awaitable[Object]]
@@ -130,6 +133,7 @@ class RESTStore:
         self.admission = admission
         self.codec = codec_for(resource.group, resource.version, resource.kind)
         self.verify_typed = os.environ.get("PYK8S_VERIFY_TYPED") == "1"
+        self._field_managers: dict[str, FieldManager] = {}
 
     # -- helpers ---------------------------------------------------------------------------------------
 
@@ -157,13 +161,33 @@ class RESTStore:
         return errors.invalid_object(self.resource.kind, name, errs, self.resource.group)
 
     def record_manager(self, new: Object, old: Object | None, ctx: Context, subresource: str) -> None:
-        """Keep managedFields: the write's field manager owns what it set (see api/managed_fields)."""
+        """Keep managedFields: the write's field manager owns what it set (api/managed_fields for a create,
+        api/field_manager for the rest). A server-side apply has set them itself."""
+        if ctx.applied:
+            return
         if old is None:
             new["metadata"].pop("managedFields", None)
         if not ctx.field_manager:
             return
-        node = schema.kind_node(self.resource.group, self.resource.version, self.resource.kind)
-        managed_fields.record(new, old, node, ctx.field_manager, self.resource.api_version, subresource)
+        if old is None:
+            node = schema.kind_node(self.resource.group, self.resource.version, self.resource.kind)
+            managed_fields.record_create(
+                new, node, ctx.field_manager, self.resource.api_version, self.zero_value(), subresource
+            )
+            return
+        self.field_manager(subresource).update(old, new, ctx.field_manager)
+
+    def field_manager(self, subresource: str) -> FieldManager:
+        """The field manager of writes through the main resource (`""`) or a subresource, in storage version."""
+        manager = self._field_managers.get(subresource)
+        if manager is None:
+            r = self.resource
+            node = schema.kind_node(r.group, r.version, r.kind)
+            top_level = list((node.schema.get("properties") or {}) if node is not None else ())
+            reset = self.strategy.reset_fields(subresource, top_level)
+            manager = FieldManager(node, r.api_version, r.kind, subresource, self.zero_value(), reset)
+            self._field_managers[subresource] = manager
+        return manager
 
     def typed(self, obj: Object) -> Object:
         """The object as upstream would store it (api/types/codec), for an object that was decoded on its way
@@ -473,10 +497,10 @@ class RESTStore:
         finally:
             if status is not None:
                 obj["status"] = status
-        if self.codec is not None:
-            for entry in obj["metadata"].get("managedFields") or ():
-                if entry.get("manager") == ctx.field_manager and isinstance(entry.get("fieldsV1"), dict):
-                    entry["fieldsV1"] = managed_fields.with_added_nodes(entry["fieldsV1"], self._zero)
+
+    def zero_value(self) -> Any:
+        """The kind's zero value as Go writes it, or None without a type codec."""
+        return self._zero if self.codec is not None else None
 
     @functools.cached_property
     def _zero(self) -> Any:

@@ -8,6 +8,7 @@ status update may change, selectable fields, graceful deletion.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from ...api import errors as e
@@ -237,6 +238,19 @@ class Strategy:
 
     def validate_status_update(self, new: Object, old: Object) -> list[FieldError]:
         return []
+
+    def reset_fields(self, subresource: str, top_level: Iterable[str]) -> tuple[tuple[str, ...], ...]:
+        """The fields a write through the endpoint does not own, as FieldsV1 path prefixes (upstream's
+        GetResetFields): the status through the main resource; through /status, every top-level field
+        (`top_level`: the kind's) but the status fields, and the metadata a status write keeps."""
+        if not subresource:
+            return (("f:status",),) if self.has_status else ()
+        if subresource != "status":
+            return ()
+        keep = {*self.status_fields, "apiVersion", "kind", "metadata"}
+        out = [("f:" + name,) for name in top_level if name not in keep]
+        out += [("f:metadata", "f:" + name) for name in self.status_reset_meta]
+        return tuple(out)
 
     def prepare_for_ephemeral_containers_update(self, new: Object, old: Object) -> None:
         """Only pods have an ephemeralcontainers subresource (the pod strategy overrides this)."""
