@@ -7,7 +7,8 @@ request pays — as a ratio.
 
 The API server runs in its own process (`pyk8s apiserver`, SQLite in a temporary directory); one pod watcher is
 open throughout, as the scheduler's informer would be; 48 concurrent clients send each operation N times. CPU
-time is the server process's user+system time from /proc, so the client's own cost is not counted.
+time is the server process's user+system time from /proc, so the client's own cost is not counted. The two reads
+are measured over HTTP/2 too (the 48 clients' requests as streams of one connection, as client-go sends them).
 
 Run: python bench/api_cost.py [--quick]
 """
@@ -16,11 +17,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import ssl
 import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
@@ -36,6 +39,7 @@ from pyk8s.client.kubeconfig import load_kubeconfig
 from pyk8s.client.rest import RESTClient
 from pyk8s.kubelet.pod_lifecycle import sync_pod
 from pyk8s.testing.cluster import APIServerProcess
+from pyk8s.testing.h2_client import H2Client
 
 console = Console()
 CONCURRENCY = 48
@@ -135,6 +139,39 @@ async def run(n: int) -> list[tuple[str, float]]:
                         "spec": {"holderIdentity": f"node-{j}", "leaseDurationSeconds": 40, "renewTime": rfc3339_micro()},
                     }, "kube-node-lease")  # fmt: skip
                 results.append(("Lease renewal (PUT)", await measure(pid, n, lease, progress, "Lease renewal")))
+                # The same reads over HTTP/2: every worker's requests multiplexed on one connection, as client-go
+                # sends them.
+                url = urlsplit(server.url)
+                pki = server.data_dir / "pki"
+                h2 = H2Client(url.hostname or "", url.port or 0, str(server.ca_file),
+                              cert=(str(pki / "admin.crt"), str(pki / "admin.key")))  # fmt: skip
+                async with h2:
+
+                    async def h2_get(path: str) -> object:
+                        s = await h2.request("GET", path, headers={"accept": "application/json"})
+                        if s.status != 200:
+                            raise RuntimeError(f"GET {path} over HTTP/2: {s.status} {s.body[:200]!r}")
+                        return s
+
+                    for label, op in (("GET /version over HTTP/2", lambda i: h2_get("/version")),
+                                      ("pod GET over HTTP/2", lambda i: h2_get(f"/api/v1/namespaces/default/pods/p{i}"))):  # fmt: skip
+                        results.append((label, await measure(pid, n, op, progress, label)))
+                # What HTTP/1.1 costs a client that keeps too few idle connections (client-go keeps 25 per host):
+                # a TLS handshake per request.
+                tls = ssl.create_default_context(cafile=str(server.ca_file))
+                tls.load_cert_chain(str(pki / "admin.crt"), str(pki / "admin.key"))
+
+                async def fresh_connection(i: int) -> object:
+                    reader, writer = await asyncio.open_connection(url.hostname, url.port, ssl=tls)
+                    writer.write(b"GET /version HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                    data = await reader.read()
+                    writer.close()
+                    if not data.startswith(b"HTTP/1.1 200"):
+                        raise RuntimeError(f"GET /version on a new connection: {data[:100]!r}")
+                    return data
+
+                label = "GET /version, new TLS connection"
+                results.append((label, await measure(pid, n // 4, fresh_connection, progress, label)))
             watcher.check()
             watcher.stop()
             if len(watcher.bound) != n:
@@ -158,9 +195,18 @@ def main() -> None:
     for label, us in results:
         table.add_row(label, f"{us:,.0f}", f"{us / floor:.1f}x")
     per_pod = sum(
-        us for label, us in results if label not in ("GET /version (floor)", "pod GET", "Lease renewal (PUT)")
-    )
+        us for label, us in results
+        if label not in ("GET /version (floor)", "pod GET", "Lease renewal (PUT)") and "HTTP" not in label
+        and "connection" not in label
+    )  # fmt: skip
+    by = dict(results)
     console.print(table)
+    console.print(
+        f"HTTP/2 (one connection) vs HTTP/1.1 keep-alive, server CPU per request: GET /version "
+        f"{by['GET /version over HTTP/2'] / by['GET /version (floor)']:.2f}x, pod GET "
+        f"{by['pod GET over HTTP/2'] / by['pod GET']:.2f}x; a new TLS connection per request instead: "
+        f"{by['GET /version, new TLS connection'] / by['GET /version (floor)']:.1f}x"
+    )
     console.print(
         f"one started pod: {per_pod:,.0f} µs of API server CPU -> at most {1e6 / per_pod:,.0f} pods/s on one core "
         f"({time.perf_counter() - t0:.0f} s)"

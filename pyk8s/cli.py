@@ -130,6 +130,7 @@ def _apiserver_options(data_dir: Path, **kw: object) -> object:
         min_request_timeout=int(kw["min_request_timeout"]),  # type: ignore[call-overload]
         max_requests_inflight=int(kw["max_requests_inflight"]),  # type: ignore[call-overload]
         max_mutating_requests_inflight=int(kw["max_mutating_requests_inflight"]),  # type: ignore[call-overload]
+        http2=not kw["disable_http2_serving"],
     )
 
 
@@ -169,6 +170,9 @@ _server_options = [
         default=200,
         show_default=True,
         help="Writes served at once; more wait their turn (15 s at most) before a 429.",
+    ),
+    click.option(
+        "--disable-http2-serving", is_flag=True, default=False, help="Serve HTTP/1.1 only (no ALPN h2), as upstream."
     ),
     click.option("--enable-admission-plugins", default="", help="Admission plugins to turn on besides the defaults."),
     click.option("--disable-admission-plugins", default="", help="Admission plugins to turn off (comma-separated)."),

@@ -95,6 +95,18 @@ def _entry_order(e: dict[str, Any]) -> tuple[str, ...]:
             e.get("subresource") or "")  # fmt: skip
 
 
+def _readable(entries: Any) -> bool:
+    """Whether `decode` would read the entries (without reading their field sets)."""
+    if not isinstance(entries, list):
+        return False
+    for e in entries:
+        if not isinstance(e, dict) or e.get("operation") not in (APPLY, UPDATE) or not e.get("apiVersion"):
+            return False
+        if e.get("fieldsType") != "FieldsV1":
+            return False
+    return True
+
+
 def _is_reset(entries: Any) -> bool:
     """A write that sends `managedFields: []` (or one empty entry) asks for them to be cleared."""
     return isinstance(entries, list) and (not entries or (len(entries) == 1 and entries[0] == {}))
@@ -217,7 +229,7 @@ class FieldManager:
         elif _is_reset(sent):
             entries = []
         else:
-            entries = sent if sent and decode(sent) else live_entries
+            entries = sent if sent and _readable(sent) else live_entries
         if not entries and live is not None and (live.get("metadata") or {}).get("uid"):
             return  # an object nobody tracks stays untracked until someone applies
         base = self.zero if live is None else _without_managed_fields(live)

@@ -36,6 +36,8 @@ from typing import Any
 
 from aiohttp import web
 
+from .http2 import ALPNSwitch
+
 log = logging.getLogger("pyk8s.apiserver")
 
 READ_HEADER_TIMEOUT = 32.0  # upstream: secure_serving.go, http.Server.ReadHeaderTimeout (and the TLS handshake)
@@ -92,8 +94,10 @@ class PendingConnections:
             if ssl_protocol is None:
                 return _PlainConnection(self, loop, handler, handler)  # no TLS: the handler reads the socket
             handshake: asyncio.Future[None] = loop.create_future()
+            # Under TLS, ALPN picks HTTP/2 or HTTP/1.1 (aiohttp's handler) once the handshake is done.
+            app = ALPNSwitch(handler, make_handler, self._rekey)  # type: ignore[arg-type]
             tls = ssl_protocol(
-                loop, handler, ssl_context, handshake, server_side=True, ssl_handshake_timeout=self.header_timeout
+                loop, app, ssl_context, handshake, server_side=True, ssl_handshake_timeout=self.header_timeout
             )
             return _TLSConnection(self, loop, handler, tls, handshake)
 
@@ -111,6 +115,13 @@ class PendingConnections:
             return False
         conn.header_complete()
         return True
+
+    def _rekey(self, handler: object, replacement: object) -> None:
+        """An HTTP/2 connection stands in for the HTTP/1.1 handler made for it: requests name it instead."""
+        conn = self._by_handler.pop(handler, None)
+        if conn is not None:
+            conn.handler = replacement
+            self._by_handler[replacement] = conn
 
     def abort_all(self) -> None:
         """Close every pending connection (the server is stopping)."""

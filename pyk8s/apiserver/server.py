@@ -70,6 +70,7 @@ class APIServerOptions:
     tls_sans: list[str] = field(default_factory=list)
     max_requests_inflight: int = 400
     max_mutating_requests_inflight: int = 200
+    http2: bool = True  # serve HTTP/2 (ALPN h2) beside HTTP/1.1 (upstream: unless --disable-http2-serving)
     request_timeout: float = 60.0
     min_request_timeout: int = 1800
     compaction_interval: float = DEFAULT_COMPACTION_INTERVAL
@@ -302,7 +303,7 @@ class APIServer:
         ctx.load_cert_chain(self.pki.serving_cert, self.pki.serving_key)
         ctx.load_verify_locations(self.pki.ca_cert)
         ctx.verify_mode = ssl.CERT_OPTIONAL
-        ctx.set_alpn_protocols(["http/1.1"])
+        ctx.set_alpn_protocols(["h2", "http/1.1"] if opts.http2 else ["http/1.1"])
         self.secure_port = await self._listen(self._handler(secure, False), opts.bind_address, opts.secure_port, ctx)
         if opts.insecure_port:
             if opts.insecure_bind_address not in ("127.0.0.1", "::1", "localhost"):
