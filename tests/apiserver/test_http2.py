@@ -95,3 +95,37 @@ def test_http2_can_be_turned_off(http1_only):
     assert asyncio.run(scenario()) != "h2"  # ALPN offers HTTP/1.1 only
     res = http1_only.kubectl("get", "namespaces", "-o", "name")
     assert res.returncode == 0 and "namespace/default" in res.stdout
+
+
+def test_malformed_http2_is_refused_and_the_server_carries_on(cluster):
+    import ssl
+
+    url = urlsplit(cluster.url)
+
+    async def garbage() -> bytes:
+        ctx = ssl.create_default_context(cafile=str(cluster.ca_file))
+        ctx.set_alpn_protocols(["h2"])
+        reader, writer = await asyncio.open_connection(url.hostname, url.port, ssl=ctx)
+        writer.write(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x01\x00\x00\x00\x00\x00\x00x")  # DATA on stream 0
+        data = await asyncio.wait_for(reader.read(), 10)  # the server says GOAWAY and closes
+        writer.close()
+        return data
+
+    data, types = asyncio.run(garbage()), []
+    while len(data) >= 9:  # the frames the server sent: 24-bit length, type, flags, stream
+        length = int.from_bytes(data[:3], "big")
+        types.append(data[3])
+        data = data[9 + length :]
+    assert types[-1] == 7  # GOAWAY, then the server closed the connection
+
+    async def bad_headers() -> None:
+        async with client_for(cluster) as c:
+            c.conn.config.validate_outbound_headers = False
+            c.conn.config.normalize_outbound_headers = False
+            s = c.open("GET", "/version", headers={"Bad Header": "x"})
+            await asyncio.wait_for(s.done.wait(), 10)
+            assert s.status == 0  # reset, not answered
+        async with client_for(cluster) as c:
+            assert (await c.request("GET", "/version")).status == 200
+
+    asyncio.run(bad_headers())
