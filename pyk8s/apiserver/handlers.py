@@ -478,12 +478,6 @@ def unsupported_patch_type() -> errors.StatusError:
 
 def make_patcher(content_type: str, data: bytes, served: Resource) -> Patcher:
     """A function that applies the patch body to the client's view of the current object."""
-    if content_type == APPLY_PATCH_YAML:
-        # Only the scale subresource gets here: its apply (upstream's ScaleHandler) is not implemented.
-        raise errors.unsupported_media_type(
-            f"server-side apply ({APPLY_PATCH_YAML}) to the {served.plural}/scale subresource is not supported "
-            "by pyk8s yet; apply spec.replicas to the object itself"
-        )
     if content_type not in (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH):
         raise unsupported_patch_type()
     patch, _ = decode(data, "application/json")

@@ -13,12 +13,16 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from ..api import errors
-from ..api.meta import Object, rfc3339, set_condition
+from ..api.field_manager import FieldManager
+from ..api.meta import Object, json_copy, rfc3339, set_condition
+from ..api.scale_handler import SCALE_API_VERSION, ScaleHandler
+from ..api.schema import kind_node
 from ..api.types.codec import decoder_for
 from ..storage import Preconditions
+from .apply import read_config, validate_patch_options
 from .encoding import decode, read_body, respond, typed_body
 from .eviction import evict
-from .negotiation import Output
+from .negotiation import APPLY_PATCH_YAML, Output
 from .registry.rest import Context
 from .request_info import RequestInfo
 
@@ -130,7 +134,16 @@ class Subresources:
             obj = await r.rest.get(r.info.namespace, r.info.name, request.query.get("resourceVersion", ""))
             return respond(scale_of(obj), out)
         c = h._context(request, ctx)
+        content_type = (request.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
+        if r.info.verb == "patch":
+            from .handlers import PATCH_TYPES, unsupported_patch_type
+
+            if content_type not in PATCH_TYPES:
+                raise unsupported_patch_type()
+            force = validate_patch_options(request.query, content_type)
         data = await read_body(request)
+        if r.info.verb == "patch" and content_type == APPLY_PATCH_YAML:
+            return await self._apply_scale(r, c, data, force, out)
         if r.info.verb == "update":
             raw, _ = decode(data, request.headers.get("Content-Type"), kind="Scale")
             raw = typed_body(raw, _SCALE, "Scale")
@@ -140,7 +153,6 @@ class Subresources:
         else:
             from .handlers import make_patcher
 
-            content_type = (request.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
             apply = make_patcher(content_type, data, r.served)
 
             def new_scale(current: Object) -> Object:
@@ -168,6 +180,41 @@ class Subresources:
 
         # The parent's managedFields record the write with subresource "scale", as upstream's ScaleHandler does.
         result, _ = await r.rest.update(r.info.namespace, r.info.name, updater, c, subresource="scale")
+        return respond(scale_of(result), out)
+
+    async def _apply_scale(self, r: Resolved, c: Context, data: bytes, force: bool, out: Output) -> web.Response:
+        """Server-side apply of a Scale: its managers are the workload's owners of replicas (api/scale_handler)."""
+        config = read_config(data)
+        workload_version = r.rest.resource.api_version
+        scale_manager = FieldManager(kind_node("autoscaling", "v1", "Scale"), SCALE_API_VERSION, "Scale", "scale",
+                                     None, (("f:status",),))  # fmt: skip
+
+        async def updater(existing: Object | None) -> Object:
+            if existing is None:
+                raise r.rest.not_found(r.info.name)
+            handler = ScaleHandler(existing["metadata"].get("managedFields"), workload_version,
+                                   {workload_version: ("f:spec", "f:replicas")})  # fmt: skip
+            scale = scale_of(existing)
+            entries = handler.to_subresource()
+            if entries:
+                scale["metadata"]["managedFields"] = entries
+            applied = scale_manager.apply(scale, json_copy(config), c.field_manager, force)
+            replicas = (applied.get("spec") or {}).get("replicas", 0)
+            if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+                raise errors.invalid_object(
+                    "Scale", r.info.name,
+                    [errors.invalid("spec.replicas", replicas, "must be greater than or equal to 0")], "autoscaling",
+                )  # fmt: skip
+            existing.setdefault("spec", {})["replicas"] = replicas
+            parent = handler.to_parent(applied["metadata"].get("managedFields"))
+            if parent:
+                existing["metadata"]["managedFields"] = parent
+            else:
+                existing["metadata"].pop("managedFields", None)
+            return existing
+
+        applied_ctx = dataclasses.replace(c, applied=True)
+        result, _ = await r.rest.update(r.info.namespace, r.info.name, updater, applied_ctx, subresource="scale")
         return respond(scale_of(result), out)
 
     async def binding(self, request: web.Request, info: RequestInfo, ctx: Context) -> web.Response:

@@ -173,3 +173,22 @@ def test_apply_request_errors_are_upstreams(cluster, ns):
     assert status == 201 and body["data"] == {"a": "1"}  # an apply that creates answers 201
     status, body = cluster.request("PATCH", f"{base}/e?fieldManager=m", {**cm, "kind": "Secret"}, APPLY)
     assert status == 400 and body["message"] == "invalid object type: /v1, Kind=Secret"
+
+
+def test_apply_to_scale_takes_replicas_from_their_owners(cluster, ns):
+    cluster.kubectl("apply", "--server-side", "-n", ns, "-f", "-", input=manifest("sa", 2), check=True)
+    path = f"/apis/apps/v1/namespaces/{ns}/deployments/sa/scale"
+    scale = {"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "sa"}, "spec": {"replicas": 5}}
+    status, body = cluster.request("PATCH", f"{path}?fieldManager=autoscaler", scale, APPLY)
+    assert status == 409 and body["message"] == 'Apply failed with 1 conflict: conflict with "kubectl": .spec.replicas'
+    status, body = cluster.request("PATCH", f"{path}?fieldManager=autoscaler&force=true", scale, APPLY)
+    assert status == 200 and body["kind"] == "Scale" and body["spec"]["replicas"] == 5
+    obj = get(cluster, ns, "sa")
+    assert obj["spec"]["replicas"] == 5
+    owned = entries(obj)
+    assert owned[("autoscaler", "Apply", "scale")]["fieldsV1"] == {"f:spec": {"f:replicas": {}}}
+    assert owned[("autoscaler", "Apply", "scale")]["apiVersion"] == "apps/v1"
+    assert "f:replicas" not in owned[("kubectl", "Apply", "")]["fieldsV1"]["f:spec"]
+    # The same value again is no conflict for the deployment's appliers that do not mention replicas.
+    status, _ = cluster.request("PATCH", f"{path}?fieldManager=autoscaler", scale, APPLY)
+    assert status == 200
