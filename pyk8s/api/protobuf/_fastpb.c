@@ -623,7 +623,7 @@ typedef struct {
     const unsigned char *p, *end;
 } Reader;
 
-static int read_varint(Reader *r, uint64_t *out) {
+static int read_varint_slow(Reader *r, uint64_t *out) {
     uint64_t v = 0;
     int shift = 0;
     while (r->p < r->end) {
@@ -641,6 +641,15 @@ static int read_varint(Reader *r, uint64_t *out) {
     }
     PyErr_SetString(h_error, "unexpected EOF");
     return -1;
+}
+
+/* Tags and most lengths are one byte: read those without the loop. */
+static inline int read_varint(Reader *r, uint64_t *out) {
+    if (r->p < r->end && *r->p < 0x80) {
+        *out = *r->p++;
+        return 0;
+    }
+    return read_varint_slow(r, out);
 }
 
 static int skip_field(Reader *r, int wire) {
@@ -949,7 +958,8 @@ static int decode_message(const Msg *m, Reader *r, PyObject *out, int depth) {
             Py_DECREF(item);
         } else {
             PyObject *item = decode_value(f, wire, v, &sub, depth);
-            if (!item || PyDict_SetItem(out, f->key, item) < 0) {
+            /* the key is interned and its hash known: no lookup of either */
+            if (!item || _PyDict_SetItem_KnownHash(out, f->key, item, f->hash) < 0) {
                 Py_XDECREF(item);
                 return -1;
             }
