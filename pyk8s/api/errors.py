@@ -138,7 +138,7 @@ def forbidden(field: str, detail: str) -> FieldError:
 
 
 def too_long(field: str, max_length: int) -> FieldError:
-    return FieldError(TOO_LONG, field, "", f"must have at most {max_length} bytes")
+    return FieldError(TOO_LONG, field, "", f"may not be more than {max_length} bytes")  # v1.32's wording
 
 
 def too_many(field: str, actual: int, maximum: int) -> FieldError:

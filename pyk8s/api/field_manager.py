@@ -10,6 +10,7 @@ are kept (the oldest merged into `ancient-changes`); the server-owned metadata i
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,12 +19,13 @@ import orjson
 from . import errors
 from .meta import Object, rfc3339
 from .schema import Node
-from .structured_merge.fieldpath import FieldSet, Path, from_fields_v1, path_order, render, to_fields_v1
+from .structured_merge.fieldpath import FieldSet, Path, from_fields_v1, iteration_order, render, to_fields_v1
 from .structured_merge.typed import MISSING, Comparison, SchemaError, compare, to_field_set, validate
 from .structured_merge.updater import Conflict, Conflicts, Managers, Updater, VersionedSet
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 MAX_UPDATE_MANAGERS = 10
+MAX_ANNOTATIONS_SIZE = 256 * 1024  # upstream: TotalAnnotationSizeLimitB
 BEFORE_FIRST_APPLY = "before-first-apply"
 ANCIENT_CHANGES = "ancient-changes"
 APPLY, UPDATE = "Apply", "Update"
@@ -51,8 +53,10 @@ def manager_id(manager: str, operation: str, api_version: str, subresource: str)
     return (manager or "unknown", operation, "" if operation == APPLY else api_version, subresource)
 
 
-def decode(entries: Any) -> Managed | None:
-    """managedFields as sets; None when they cannot be read (upstream's DecodeManagedFields errors)."""
+def decode(entries: Any, trusted: bool = True) -> Managed | None:
+    """managedFields as sets; None when they cannot be read (upstream's DecodeManagedFields errors). Entries
+    the server wrote (`trusted`) are written back as they were while their set does not change; a client's are
+    rewritten in upstream's form (key fields sorted, times in UTC)."""
     out = Managed()
     for e in entries or ():
         if not isinstance(e, dict):
@@ -63,8 +67,9 @@ def decode(entries: Any) -> Managed | None:
         ident = manager_id(e.get("manager") or "", op, e["apiVersion"], e.get("subresource") or "")
         vs = VersionedSet(from_fields_v1(e.get("fieldsV1") or {}), e["apiVersion"], op == APPLY)
         out.fields[ident] = vs
-        out.times[ident] = e.get("time")
-        out.read[id(vs)] = (vs, e)
+        out.times[ident] = e.get("time") if trusted else _utc(e.get("time"))
+        if trusted:
+            out.read[id(vs)] = (vs, e)
     return out
 
 
@@ -93,6 +98,16 @@ def encode(managed: Managed) -> list[dict[str, Any]]:
 def _entry_order(e: dict[str, Any]) -> tuple[str, ...]:
     return (e.get("operation") or "", e.get("time") or "", e.get("manager") or "", e.get("apiVersion") or "",
             e.get("subresource") or "")  # fmt: skip
+
+
+def _utc(t: Any) -> str | None:
+    """A client's entry time as upstream writes a metav1.Time back: RFC 3339 in UTC, whole seconds."""
+    if not isinstance(t, str) or not t:
+        return None
+    try:
+        return rfc3339(dt.datetime.fromisoformat(t.replace("Z", "+00:00")))
+    except ValueError:
+        return t
 
 
 def _readable(entries: Any) -> bool:
@@ -125,12 +140,14 @@ def render_manager(ident: ManagerId) -> str:
 
 def conflict_error(conflicts: list[Conflict]) -> errors.StatusError:
     """409 with upstream's message and one FieldManagerConflict cause per field."""
-    ordered = sorted(conflicts, key=lambda c: (render_manager(c.manager), path_order(c.path)))
     by_manager: dict[str, list[Path]] = {}
-    for c in ordered:
+    for c in conflicts:
         by_manager.setdefault(render_manager(c.manager), []).append(c.path)
+    for m, paths in by_manager.items():
+        by_manager[m] = iteration_order(paths)
+    ordered = [Conflict(m, p) for m in sorted(by_manager) for p in by_manager[m]]
     if len(ordered) == 1:
-        message = f"Apply failed with 1 conflict: conflict with {render_manager(ordered[0].manager)}: {render(ordered[0].path)}"
+        message = f"Apply failed with 1 conflict: conflict with {ordered[0].manager}: {render(ordered[0].path)}"
     else:
         lines = []
         for m in sorted(by_manager):
@@ -230,6 +247,8 @@ class FieldManager:
             entries = []
         else:
             entries = sent if sent and _readable(sent) else live_entries
+        # What the client sent back unchanged (a read-modify-write) is the server's own writing.
+        trusted = entries is live_entries or entries == live_entries
         if not entries and live is not None and (live.get("metadata") or {}).get("uid"):
             return  # an object nobody tracks stays untracked until someone applies
         base = self.zero if live is None else _without_managed_fields(live)
@@ -239,7 +258,9 @@ class FieldManager:
         touched = {p[0] for s in (cmp.added, cmp.modified, cmp.removed) for p in s}
         kept: list[dict[str, Any]] = []
         read = list(entries or ())
-        if len(read) <= MAX_UPDATE_MANAGERS:
+        updaters = sum(1 for e in read if isinstance(e, dict) and e.get("operation") == UPDATE)
+        # The cap looks at every Update manager, so past it all entries are read; so are a client's.
+        if trusted and updaters < MAX_UPDATE_MANAGERS:
             ident = manager_id(manager, UPDATE, self.api_version, self.subresource)
             read, kept = [], []
             for e in entries or ():
@@ -251,7 +272,7 @@ class FieldManager:
                     read.append(e)
                 else:
                     kept.append(e)
-        managed = decode(read) or Managed()
+        managed = decode(read, trusted) or Managed()
         self._tracked_update(base, new, managed, manager, cmp)
         out = encode(managed)
         if kept:
@@ -291,8 +312,11 @@ class FieldManager:
             if rest:
                 raise conflict_error(rest) from None
             result = self._apply_tracked(base, config, managed, manager, True)
-        if manager == "kubectl" and LAST_APPLIED in ((result.get("metadata") or {}).get("annotations") or {}):
-            result["metadata"]["annotations"][LAST_APPLIED] = _last_applied(config)
+        annotations = (result.get("metadata") or {}).get("annotations") or {}
+        if manager == "kubectl" and annotations.get(LAST_APPLIED):
+            annotations[LAST_APPLIED] = _last_applied(config)
+            if sum(len(k) + len(v) for k, v in annotations.items() if isinstance(v, str)) > MAX_ANNOTATIONS_SIZE:
+                del annotations[LAST_APPLIED]  # upstream drops it rather than fail the apply
         return result
 
     def _apply_tracked(self, live: Object, config: Object, managed: Managed, manager: str, force: bool) -> Object:
@@ -350,10 +374,17 @@ def _without_managed_fields(obj: Any) -> Any:
 
 
 def _last_applied(config: Object) -> str:
-    """The annotation kubectl keeps: the applied configuration without the annotation, as Go encodes a map
-    (keys sorted, a newline at the end)."""
+    """The annotation kubectl keeps: the applied configuration without the annotation, as Go's JSON encoder
+    writes a map (keys sorted, &, <, >, U+2028 and U+2029 escaped, a newline at the end)."""
     copy = orjson.loads(orjson.dumps(config))
     annotations = (copy.get("metadata") or {}).get("annotations")
     if isinstance(annotations, dict):
         annotations.pop(LAST_APPLIED, None)
-    return orjson.dumps(copy, option=orjson.OPT_SORT_KEYS).decode() + "\n"
+    text = orjson.dumps(copy, option=orjson.OPT_SORT_KEYS).decode()
+    for ch, escaped in _GO_ESCAPES:
+        text = text.replace(ch, escaped)
+    return text + "\n"
+
+
+# Outside strings JSON has none of these characters, so escaping them everywhere escapes them in strings.
+_GO_ESCAPES = (("&", "\\u0026"), ("<", "\\u003c"), (">", "\\u003e"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029"))

@@ -20,7 +20,7 @@ from .registry.rest import RESTStore
 
 def validate_patch_options(query: Any, content_type: str) -> bool:
     """Upstream's ValidatePatchOptions; returns `force`. 422 on PatchOptions for what it refuses."""
-    force_raw = query.get("force")
+    force_raw = query.get("force")  # present: set (a bool as upstream's parameter codec reads one)
     problems: list[errors.FieldError] = []
     if content_type != APPLY_PATCH_YAML:
         if force_raw is not None:
@@ -29,7 +29,7 @@ def validate_patch_options(query: Any, content_type: str) -> bool:
         problems.append(errors.required("fieldManager", "is required for apply patch"))
     if problems:
         raise errors.invalid_object("PatchOptions", "", problems, "meta.k8s.io")
-    return force_raw is not None and force_raw.lower() == "true"
+    return force_raw is not None and not (force_raw == "0" or force_raw.lower() == "false")
 
 
 def read_config(data: bytes) -> Object:
@@ -37,14 +37,26 @@ def read_config(data: bytes) -> Object:
     try:
         config = goyaml.load(data.decode("utf-8"))
     except (goyaml.YAMLDecodeError, UnicodeDecodeError) as e:
-        raise errors.bad_request(f"error decoding YAML: {e}") from None
+        raise errors.bad_request(f"error decoding YAML: error converting YAML to JSON: {e}") from None
     if config is None:
         config = {}
     if not isinstance(config, dict):
         raise errors.bad_request(
-            f"error decoding YAML: json: cannot unmarshal {type(config).__name__} into Go value of type map[string]interface {{}}"
+            "error decoding YAML: error unmarshaling JSON: while decoding JSON: json: cannot unmarshal "
+            f"{_json_type(config)} into Go value of type map[string]interface {{}}"
         )
     return config
+
+
+def _json_type(value: object) -> str:
+    """What Go's JSON decoder calls a value it cannot put in a map."""
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    return "string"
 
 
 def field_manager(served: Resource, rest: RESTStore, subresource: str) -> FieldManager:

@@ -71,6 +71,24 @@ def query_int(query: Any, name: str) -> int | None:
     return value
 
 
+def validate_field_manager(manager: str) -> list[errors.FieldError]:
+    """Upstream's ValidateFieldManager: at most 128 bytes, every character printable."""
+    problems = []
+    if len(manager.encode()) > 128:
+        problems.append(errors.too_long("fieldManager", 128))
+    for i, ch in enumerate(manager):
+        if not ch.isprintable() and ch != " ":
+            problems.append(
+                errors.invalid("fieldManager", manager, f"invalid character {_go_rune(ch)} (at position {i})")
+            )
+    return problems
+
+
+def _go_rune(ch: str) -> str:
+    """Go's %#U: U+0001, with the character itself when printable."""
+    return f"U+{ord(ch):04X}" + (f" '{ch}'" if ch.isprintable() else "")
+
+
 def dry_run(values: list[str]) -> bool:
     for v in values:
         if v != "All":
@@ -297,9 +315,12 @@ class ResourceHandlers:
         return typed_object(obj, r.served, mode, dups)
 
     def _context(self, request: web.Request, ctx: Context) -> Context:
-        manager = request.query.get("fieldManager", "") or default_manager(request.headers.get("User-Agent", ""))
-        if len(manager) > 128:
-            raise errors.bad_request("fieldManager: Too long: must have at most 128 bytes")
+        sent = request.query.get("fieldManager", "")
+        problems = validate_field_manager(sent)
+        if problems:
+            kind = {"POST": "CreateOptions", "PUT": "UpdateOptions"}.get(request.method, "PatchOptions")
+            raise errors.invalid_object(kind, "", problems, "meta.k8s.io")
+        manager = sent or default_manager(request.headers.get("User-Agent", ""))
         return Context(user=ctx.user, dry_run=dry_run(request.query.getall("dryRun", [])), field_manager=manager)
 
     async def create(self, request: web.Request, r: Resolved, ctx: Context) -> web.Response:

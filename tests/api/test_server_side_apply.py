@@ -298,3 +298,95 @@ def test_an_applier_only_removes_what_nobody_else_owns(a, b, a2):
     for p, v in lb.items():
         if p not in _leaves(a2):
             assert _value(after, p) == v  # B still holds it, so it stays with B's value
+
+
+def test_a_null_map_or_list_leaves_the_live_one_and_takes_nothing():
+    obj = apply(None, config(strategy={"type": "Recreate"}), "a")
+    obj = apply(obj, config(strategy=None), "b")
+    assert obj["spec"]["strategy"] == {"type": "Recreate"}
+    assert ("f:spec", "f:strategy", "f:type") in owners(obj)["a"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({"replicas": "3"}, ".spec.replicas: expected numeric (int or float), got string"),
+        ({"paused": "yes"}, ".spec.paused: expected boolean, got &{yes}"),
+        ({"template": 5}, ".spec.template: expected map, got &{5}"),
+        ({"template": {"spec": {"containers": {"name": "c"}}}}, ".spec.template.spec.containers: expected list, got &{map[name:c]}"),
+        ({"template": {"spec": {"containers": [{"name": "c", "image": 5}]}}},
+         '.spec.template.spec.containers[name="c"].image: expected string, got &value.valueUnstructured{Value:5}'),
+        ({"strategy": {"rollingUpdate": {"maxSurge": {"a": 1}}}}, ".spec.strategy.rollingUpdate.maxSurge: expected any scalar, got &{map[a:1]}"),
+    ],
+)  # fmt: skip
+def test_values_of_the_wrong_type_are_refused_as_upstream_words_it(spec, message):
+    with pytest.raises(errors.StatusError) as e:
+        apply(None, config(**spec), "m")
+    assert e.value.code == 400
+    assert e.value.message == f"failed to create typed patch object (/d; apps/v1, Kind=Deployment): {message}"
+
+
+def test_keys_and_values_are_ordered_as_upstream_compares_them():
+    ports = {
+        ("f:spec", "f:ports", 'k:{"port":10250,"protocol":"TCP"}'),
+        ("f:spec", "f:ports", 'k:{"port":9376,"protocol":"TCP"}'),
+    }
+    assert list(to_fields_v1(ports)["f:spec"]["f:ports"]) == [
+        'k:{"port":9376,"protocol":"TCP"}', 'k:{"port":10250,"protocol":"TCP"}',
+    ]  # fmt: skip
+    assert list(to_fields_v1({('v:"a!"',), ('v:"a"',), ("f:z",)})) == ["f:z", 'v:"a"', 'v:"a!"']
+
+
+def test_a_conflict_lists_a_levels_fields_before_the_ones_below():
+    live = apply(None, {**config(image="x"), "spec": {"template": {"spec": {
+        "terminationGracePeriodSeconds": 5, "containers": [{"name": "c", "image": "x"}]}}}}, "a")  # fmt: skip
+    other = {**config(), "spec": {"template": {"spec": {
+        "terminationGracePeriodSeconds": 9, "containers": [{"name": "c", "image": "y"}]}}}}  # fmt: skip
+    with pytest.raises(errors.StatusError) as e:
+        apply(live, other, "b")
+    assert [c["field"] for c in e.value.details["causes"]] == [
+        ".spec.template.spec.terminationGracePeriodSeconds", '.spec.template.spec.containers[name="c"].image',
+    ]  # fmt: skip
+
+
+def test_the_update_manager_cap_counts_every_entry():
+    obj = apply(None, config(replicas=1), "creator")
+    for i in range(10):
+        new = copy(obj)
+        new["metadata"].setdefault("labels", {})[f"l{i}"] = "v"
+        fm().update(obj, new, f"labeller-{i}")
+        obj = new
+    new = copy(obj)
+    new["spec"]["replicas"] = 4  # touches spec only: the label writers' entries are not otherwise read
+    fm().update(obj, new, "scaler")
+    updaters = [e for e in new["metadata"]["managedFields"] if e["operation"] == "Update"]
+    assert len(updaters) == 10 and any(e["manager"] == "ancient-changes" for e in updaters)
+
+
+def test_a_clients_entries_are_read_as_upstream_reads_them():
+    obj = apply(None, config(image="x"), "a")
+    sent = copy(obj)
+    sent["metadata"]["managedFields"] = [{
+        "manager": "custom", "operation": "Update", "apiVersion": "apps/v1", "time": "2026-01-01T01:00:00+01:00",
+        "fieldsType": "FieldsV1",
+        "fieldsV1": {"f:spec": {"f:template": {"f:spec": {"f:containers": {'k:{"name": "c"}': {"f:image": {}}}}}}},
+    }]  # fmt: skip
+    sent["spec"]["paused"] = True
+    fm().update(obj, sent, "pauser")
+    custom = next(e for e in sent["metadata"]["managedFields"] if e["manager"] == "custom")
+    assert custom["time"] == "2026-01-01T00:00:00Z"
+    assert 'k:{"name":"c"}' in custom["fieldsV1"]["f:spec"]["f:template"]["f:spec"]["f:containers"]
+    with pytest.raises(errors.StatusError) as e:
+        apply(sent, config(image="y"), "b")
+    assert '"custom" using apps/v1' in e.value.message
+
+
+def test_the_last_applied_annotation_is_written_as_gos_encoder_writes_it():
+    last = config(replicas=1)
+    live = {
+        **config(replicas=1),
+        "metadata": {"name": "d", "uid": "u", "annotations": {LAST_APPLIED: orjson.dumps(last).decode()}},
+    }
+    fm().update(None, live, "kubectl-client-side-apply")
+    obj = apply(live, config(replicas=1, labels={"cmd": "a && b <c>"}), "kubectl")
+    assert '"cmd":"a \\u0026\\u0026 b \\u003cc\\u003e"' in obj["metadata"]["annotations"][LAST_APPLIED]

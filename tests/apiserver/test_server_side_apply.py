@@ -192,3 +192,22 @@ def test_apply_to_scale_takes_replicas_from_their_owners(cluster, ns):
     # The same value again is no conflict for the deployment's appliers that do not mention replicas.
     status, _ = cluster.request("PATCH", f"{path}?fieldManager=autoscaler", scale, APPLY)
     assert status == 200
+
+
+def test_patch_options_are_read_and_checked_as_upstream(cluster, ns):
+    base = f"/api/v1/namespaces/{ns}/configmaps"
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "po"}, "data": {"a": "1"}}
+    assert cluster.request("PATCH", f"{base}/po?fieldManager=one", cm, APPLY)[0] == 201
+    other = {**cm, "data": {"a": "2"}}
+    assert cluster.request("PATCH", f"{base}/po?fieldManager=two", other, APPLY)[0] == 409
+    status, body = cluster.request(
+        "PATCH", f"{base}/po?fieldManager=two&force=1", other, APPLY
+    )  # any value but false/0
+    assert status == 200 and body["data"] == {"a": "2"}
+    status, body = cluster.request("PATCH", f"{base}/po?fieldManager={'m' * 129}", other, APPLY)
+    assert status == 422 and body["message"] == (
+        'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Too long: may not be more than 128 bytes'
+    )
+    status, body = cluster.request("POST", f"{base}?fieldManager=a%01b", {**cm, "metadata": {"name": "po2"}})
+    assert status == 422 and body["message"].startswith('CreateOptions.meta.k8s.io "" is invalid: fieldManager: ')
+    assert "invalid character U+0001 (at position 1)" in body["message"]

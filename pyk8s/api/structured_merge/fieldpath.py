@@ -34,15 +34,56 @@ def value_element(value: Any) -> str:
     return "v:" + orjson.dumps(value).decode()
 
 
+def _value_order(value: Any) -> tuple[Any, ...]:
+    """Upstream's total order of values (value.Compare): numbers (ints and floats together), then strings,
+    booleans, lists, maps, null."""
+    if isinstance(value, bool):
+        return (2, value)
+    if isinstance(value, int | float):
+        return (0, value)
+    if isinstance(value, str):
+        return (1, value)
+    if isinstance(value, list):
+        return (3, tuple(_value_order(v) for v in value))
+    if isinstance(value, dict):
+        return (4, tuple((k, _value_order(value[k])) for k in sorted(value)))
+    return (5,)
+
+
 @functools.lru_cache(maxsize=1 << 16)
 def _element_order(element: str) -> tuple[int, Any]:
+    """Upstream's PathElement.Compare as a sort key: field names, then keys (their fields compared in turn,
+    name then value), then values, then indexes."""
     kind = _KIND_ORDER.get(element[:1], 4)
+    body = element[2:]
+    if kind == 0:
+        return kind, body
     if kind == 3:
         try:
-            return kind, int(element[2:])
+            return kind, int(body)
         except ValueError:
             return kind, 0
-    return kind, element[2:]
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return kind, (5, body)
+    if kind == 1 and isinstance(value, dict):
+        return kind, tuple((k, _value_order(value[k])) for k in sorted(value))
+    return kind, _value_order(value)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def normalize_element(element: str) -> str:
+    """An element as upstream writes it back after reading it: key fields sorted, JSON compact."""
+    if element[:2] not in ("k:", "v:"):
+        return element
+    try:
+        value = orjson.loads(element[2:])
+    except orjson.JSONDecodeError:
+        return element
+    if element[:2] == "k:" and isinstance(value, dict):
+        return key_element(value)
+    return value_element(value)
 
 
 def from_fields_v1(fields: Any, prefix: Path = ()) -> FieldSet:
@@ -60,7 +101,7 @@ def _read(fields: Any, prefix: Path, out: FieldSet) -> None:
             if prefix:
                 out.add(prefix)
             continue
-        path = (*prefix, element)
+        path = (*prefix, normalize_element(element))
         if isinstance(sub, dict) and sub:
             _read(sub, path, out)
         else:
@@ -113,13 +154,26 @@ def render(path: Path) -> str:
     return "".join(render_element(e) for e in path)
 
 
-def path_order(path: Path) -> tuple[tuple[int, Any], ...]:
-    """A sort key giving upstream's set order (element by element)."""
-    return tuple(_element_order(e) for e in path)
+def iteration_order(paths: Iterable[Path]) -> list[Path]:
+    """The paths in the order upstream's Set.Iterate visits them: at each level the members, then the
+    children, each in element order (so `.spec.replicas` before `.spec.template.…`)."""
+    root: dict[str, Any] = {}
+    for p in paths:
+        cur = root
+        for element in p:
+            cur = cur.setdefault(element, {})
+        cur[_END] = {}
+    out: list[Path] = []
 
+    def walk(node: dict[str, Any], prefix: Path) -> None:
+        elements = sorted((e for e in node if e != _END), key=_element_order)
+        out.extend((*prefix, e) for e in elements if _END in node[e])
+        for e in elements:
+            if any(k != _END for k in node[e]):
+                walk(node[e], (*prefix, e))
 
-def sorted_paths(paths: Iterable[Path]) -> list[Path]:
-    return sorted(paths, key=path_order)
+    walk(root, ())
+    return out
 
 
 def without_prefixes(paths: FieldSet, prefixes: Iterable[Path]) -> FieldSet:

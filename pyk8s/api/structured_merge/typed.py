@@ -143,17 +143,25 @@ def _elements(items: list[Any], node: Node, path: Path) -> list[str]:
 
 
 def validate(value: Any, node: Node | None, path: Path = ()) -> None:
-    """What upstream's conversion of an applied configuration to a typed value refuses: fields the schema
-    does not declare, list items without their keys, duplicate items. Raises SchemaError."""
-    shape = _shape(node, value)
-    if shape == MAP:
-        described = _describe(node)
-        closed = node is not None and described[0] == MAP and "additionalProperties" not in node.schema
-        for k, v in value.items():
-            if closed and k not in described[3]:
-                raise SchemaError((*path, "f:" + k), "field not declared in schema")
-            validate(v, _child(node, k), (*path, "f:" + k))
-    elif shape == LIST_ASSOC:
+    """What upstream's conversion of an applied configuration to a typed value refuses: values of the wrong
+    type, fields the schema does not declare, list items without their keys, duplicate items. Raises
+    SchemaError with upstream's message."""
+    if value is None:
+        return  # null is every type's
+    described = _describe(node)
+    declared = described[0]
+    if declared == DEDUCED:
+        if node is not None and not node.is_object and not isinstance(value, (str, int, float)):
+            raise SchemaError(path, f"expected any scalar, got {_go_v(value)}")  # int-or-string, quantities
+        return
+    if declared in (LIST_ATOMIC, LIST_ASSOC):
+        if not isinstance(value, list):
+            raise SchemaError(path, f"expected list, got {_go_v(value)}")
+        if declared == LIST_ATOMIC:
+            items = node.items() if node is not None else None
+            for i, item in enumerate(value):
+                validate(item, items, (*path, f"i:{i}"))
+            return
         assert node is not None
         items = node.items()
         seen: set[str] = set()
@@ -162,6 +170,59 @@ def validate(value: Any, node: Node | None, path: Path = ()) -> None:
                 raise SchemaError(path, f"duplicate entries for key {render_element(element)}")
             seen.add(element)
             validate(item, items, (*path, element))
+        return
+    if declared in (MAP, MAP_ATOMIC):
+        if not isinstance(value, dict):
+            raise SchemaError(path, f"expected map, got {_go_v(value)}")
+        assert node is not None
+        closed = "additionalProperties" not in node.schema
+        for k, v in value.items():
+            if closed and k not in described[3]:
+                raise SchemaError((*path, "f:" + k), "field not declared in schema")
+            validate(v, _child(node, k), (*path, "f:" + k))
+        return
+    types = node.types if node is not None else set()
+    if types & {"integer", "number"}:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise SchemaError(path, f"expected numeric (int or float), got {_go_type(value)}")
+    elif "boolean" in types:
+        if not isinstance(value, bool):
+            raise SchemaError(path, f"expected boolean, got {_go_v(value)}")
+    elif "string" in types and not isinstance(value, str):
+        raise SchemaError(path, f"expected string, got &value.valueUnstructured{{Value:{_go_value(value)}}}")
+
+
+def _go_type(value: Any) -> str:
+    """Go's %T of a decoded JSON value."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int64"
+    if isinstance(value, float):
+        return "float64"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "[]interface {}"
+    return "map[string]interface {}"
+
+
+def _go_value(value: Any) -> str:
+    """Go's %v of a decoded JSON value (`map[a:1]`, `[x y]`)."""
+    if isinstance(value, dict):
+        return "map[" + " ".join(f"{k}:{_go_value(v)}" for k, v in sorted(value.items())) + "]"
+    if isinstance(value, list):
+        return "[" + " ".join(_go_value(v) for v in value) + "]"
+    if value is None:
+        return "<nil>"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _go_v(value: Any) -> str:
+    """How upstream prints a value in these messages (a pointer to its wrapper: `&{5}`)."""
+    return "&{" + _go_value(value) + "}"
 
 
 # -- the field set of a value ------------------------------------------------------------------------
@@ -304,6 +365,8 @@ def merge(lhs: Any, rhs: Any, node: Node | None) -> Any:
         return lhs
     if lhs is MISSING:
         return rhs
+    if rhs is None and _describe(node)[0] in (MAP, LIST_ASSOC) and isinstance(lhs, dict | list) and lhs:
+        return lhs  # a null map or list is an empty one: merged into the live one, it leaves that as it is
     shape = _shape(node, rhs)
     if shape != _shape(node, lhs) or shape not in (MAP, LIST_ASSOC) or (not lhs and not rhs):
         return rhs
