@@ -218,7 +218,14 @@ def test_annotations_are_limited_to_256_kib(cluster, ns):
             422,
             "Invalid",
         ),
-        ("PATCH", "/api/v1/namespaces/default/configmaps/x", b"{}", "application/apply-patch+cbor", 415, "UnsupportedMediaType"),
+        (
+            "PATCH",
+            "/api/v1/namespaces/default/configmaps/x",
+            b"{}",
+            "application/apply-patch+cbor",
+            415,
+            "UnsupportedMediaType",
+        ),
         ("POST", "/api/v1/namespaces/default/configmaps", b"{not json", "application/json", 400, "BadRequest"),
         (
             "POST",
