@@ -56,6 +56,7 @@ typedef struct {
     Py_hash_t mask;
     int ninline;
     PtrEntry *ptr_cache; /* allocated on first use */
+    int lenhint; /* bytes the length of this message took last time: reserved before its content next time */
 } Msg;
 
 static int field_by_text(const Msg *m, PyObject *k) {
@@ -184,6 +185,37 @@ static int close_len(Buf *b, Py_ssize_t at) {
     }
     b->p[i] = (unsigned char)v;
     b->len += k - 1;
+    return 0;
+}
+
+/* A nested message's length, written before its content: as many bytes are reserved as its length took the
+ * last time a message of its type was written (sizes of a type keep to their class: metadata and specs over
+ * 127 bytes, most others under), so the content rarely has to move once its length is known. */
+static inline Py_ssize_t open_msg(Buf *b, const Msg *m, int *reserved) {
+    int r = *reserved = m->lenhint > 0 ? m->lenhint : 1;
+    if (grow(b, r) < 0) return -1;
+    Py_ssize_t at = b->len;
+    b->len += r;
+    return at;
+}
+
+static int close_msg(Buf *b, Py_ssize_t at, int r, Msg *m) {
+    /* `r`: what open_msg reserved (the hint may have moved since: a message can hold one of its own type) */
+    Py_ssize_t size = b->len - at - r;
+    int k = varint_size((uint64_t)size);
+    if (k != r) {
+        if (k > r && grow(b, k - r) < 0) return -1;
+        memmove(b->p + at + k, b->p + at + r, size);
+        b->len += k - r;
+        m->lenhint = k;
+    }
+    uint64_t v = (uint64_t)size;
+    Py_ssize_t i = at;
+    while (v >= 0x80) {
+        b->p[i++] = (unsigned char)(v | 0x80);
+        v >>= 7;
+    }
+    b->p[i] = (unsigned char)v;
     return 0;
 }
 
@@ -364,9 +396,12 @@ static int encode_value(Buf *b, const Field *f, PyObject *v, int depth) {
             PyErr_Format(h_error, "field %s: expected an object", field_name(f));
             return -1;
         }
-        if (put_tag(b, f) < 0 || (at = open_len(b)) < 0) return -1;
+    {
+        int r;
+        if (put_tag(b, f) < 0 || (at = open_msg(b, &msgs[f->msg], &r)) < 0) return -1;
         if (encode_message(b, &msgs[f->msg], v, depth + 1) < 0) return -1;
-        return close_len(b, at);
+        return close_msg(b, at, r, &msgs[f->msg]);
+    }
     case K_BYTES: {
         if (PyBytes_Check(v)) return put_bytes_object(b, f->tag, f->taglen, v);
         PyObject *raw = PyObject_CallOneArg(h_b64decode, v);
@@ -520,9 +555,10 @@ static int encode_map(Buf *b, const Field *f, PyObject *v, int depth) {
 static int encode_field(Buf *b, const Field *f, PyObject *obj, PyObject *v, int depth) {
     if (!f->key) { /* inlined: the nested message reads this same object */
         Py_ssize_t at;
-        if (put_tag(b, f) < 0 || (at = open_len(b)) < 0) return -1;
+        int r;
+        if (put_tag(b, f) < 0 || (at = open_msg(b, &msgs[f->msg], &r)) < 0) return -1;
         if (encode_message(b, &msgs[f->msg], obj, depth + 1) < 0) return -1;
-        return close_len(b, at);
+        return close_msg(b, at, r, &msgs[f->msg]);
     }
     if (f->is_map) return encode_map(b, f, v, depth);
     if (f->repeated) {
@@ -702,12 +738,30 @@ static int next_field(Reader *r, uint32_t *number, int *wire, uint64_t *v, Reade
 
 static inline int64_t signed_of(uint64_t v, int int32) { return int32 ? (int64_t)(int32_t)(uint32_t)v : (int64_t)v; }
 
+/* Short strings repeat across objects ("True", "TCP", "Running", label values, timestamps of one second): a
+ * direct-mapped cache of str objects by their bytes answers them with a new reference to one object instead
+ * of a new string each time (str is immutable, so sharing is safe). */
+#define STR_CACHE 1024
+#define STR_CACHE_MAX 24
+static PyObject *str_cache[STR_CACHE];
+
 static PyObject *text(const Reader *s) {
     Py_ssize_t n = s->end - s->p;
     for (Py_ssize_t i = 0; i < n; i++)
         if (s->p[i] & 0x80) return PyUnicode_DecodeUTF8((const char *)s->p, n, "replace");
+    uint32_t slot = 0;
+    if (n <= STR_CACHE_MAX) {
+        uint32_t h = 2166136261u; /* FNV-1a */
+        for (Py_ssize_t i = 0; i < n; i++) h = (h ^ s->p[i]) * 16777619u;
+        slot = h & (STR_CACHE - 1);
+        PyObject *hit = str_cache[slot];
+        if (hit && PyUnicode_GET_LENGTH(hit) == n && memcmp(PyUnicode_DATA(hit), s->p, n) == 0)
+            return Py_NewRef(hit);
+    }
     PyObject *out = PyUnicode_New(n, 127); /* ASCII: the bytes are the characters */
-    if (out) memcpy(PyUnicode_DATA(out), s->p, n);
+    if (!out) return NULL;
+    memcpy(PyUnicode_DATA(out), s->p, n);
+    if (n <= STR_CACHE_MAX) Py_XSETREF(str_cache[slot], Py_NewRef(out));
     return out;
 }
 
