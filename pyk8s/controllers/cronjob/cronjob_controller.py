@@ -150,19 +150,7 @@ class CronJobController:
             await self._schedule(cj, now)
         finally:
             if status != before:
-                await self._write_status(cj)
-
-    async def _write_status(self, cj: dict[str, Any]) -> None:
-        """Write the status worked out. A conflict means the cache lags this controller's own previous write
-        (it alone writes a CronJob's status): the status goes onto the latest object, once, rather than being
-        lost — a Job started without its `active` entry would let a Forbid schedule start another."""
-        namespace = cj["metadata"]["namespace"]
-        try:
-            await self.client.update_status(CRONJOBS, cj, namespace)
-        except errors.Conflict:
-            latest = await self.client.get(CRONJOBS, str(cj["metadata"]["name"]), namespace)
-            latest["status"] = cj["status"]
-            await self.client.update_status(CRONJOBS, latest, namespace)
+                await self.client.update_status(CRONJOBS, cj, cj["metadata"]["namespace"])
 
     def _reconcile_active(self, cj: dict[str, Any], children: list[Object]) -> None:
         status = cj["status"]
