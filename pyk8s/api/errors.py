@@ -38,6 +38,22 @@ _VALUELESS = {REQUIRED, FORBIDDEN, TOO_LONG, INTERNAL}
 _OMIT = object()
 
 
+def go_value(value: Any) -> str:
+    """A decoded JSON value as Go's `%+v` prints it (`map[spec:map[replicas:x]]`), as upstream shows a
+    strategic merge patch in its errors."""
+    if isinstance(value, dict):
+        return (
+            "map[" + " ".join(f"{k}:{go_value(v)}" for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))) + "]"
+        )
+    if isinstance(value, list):
+        return "[" + " ".join(go_value(v) for v in value) + "]"
+    if value is None:
+        return "<nil>"
+    if value is True or value is False:
+        return "true" if value else "false"
+    return str(value)
+
+
 def go_quote(s: str) -> str:
     """A string quoted the way Go's %q prints it (what clients see in upstream's messages)."""
     out = ['"']

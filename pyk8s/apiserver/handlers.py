@@ -15,6 +15,7 @@ from typing import Any
 from aiohttp import web
 
 from ..api import errors, goyaml, schema
+from ..api.errors import go_value
 from ..api.managed_fields import default_manager
 from ..api.meta import Object, json_copy
 from ..api.patch import PatchError, json_patch, merge_patch, strategic_merge
@@ -29,7 +30,6 @@ from .encoding import (
     body_object,
     decode,
     field_validation,
-    go_value,
     read_body,
     respond,
     typed_body,

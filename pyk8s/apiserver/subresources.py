@@ -74,6 +74,15 @@ def scale_of(obj: Object) -> Object:
     return typed
 
 
+def _check_replicas(replicas: Any, name: str) -> None:
+    """A Scale's spec.replicas: a whole number, at least 0."""
+    if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+        raise errors.invalid_object(
+            "Scale", name, [errors.invalid("spec.replicas", replicas, "must be greater than or equal to 0")],
+            "autoscaling",
+        )  # fmt: skip
+
+
 class Subresources:
     def __init__(self, handlers: ResourceHandlers) -> None:
         self.handlers = handlers
@@ -170,11 +179,7 @@ class Subresources:
             if rv and rv != existing["metadata"]["resourceVersion"]:
                 raise r.rest.conflict(r.info.name)
             replicas = (desired.get("spec") or {}).get("replicas")
-            if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
-                raise errors.invalid_object(
-                    "Scale", r.info.name,
-                    [errors.invalid("spec.replicas", replicas, "must be greater than or equal to 0")], "autoscaling",
-                )  # fmt: skip
+            _check_replicas(replicas, r.info.name)
             existing.setdefault("spec", {})["replicas"] = replicas
             return existing
 
@@ -200,11 +205,7 @@ class Subresources:
                 scale["metadata"]["managedFields"] = entries
             applied = scale_manager.apply(scale, json_copy(config), c.field_manager, force)
             replicas = (applied.get("spec") or {}).get("replicas", 0)
-            if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
-                raise errors.invalid_object(
-                    "Scale", r.info.name,
-                    [errors.invalid("spec.replicas", replicas, "must be greater than or equal to 0")], "autoscaling",
-                )  # fmt: skip
+            _check_replicas(replicas, r.info.name)
             existing.setdefault("spec", {})["replicas"] = replicas
             parent = handler.to_parent(applied["metadata"].get("managedFields"))
             if parent:

@@ -168,15 +168,16 @@ static inline Py_ssize_t open_len(Buf *b) {
     return b->len++;
 }
 
-static int close_len(Buf *b, Py_ssize_t at) {
-    Py_ssize_t size = b->len - at - 1;
-    if (size < 0x80) {
-        b->p[at] = (unsigned char)size;
-        return 0;
-    }
+/* Writes the length of the content after `at`, where `r` bytes were reserved for it, moving the content when
+ * the length takes another number of bytes; returns how many it took. */
+static int close_reserved(Buf *b, Py_ssize_t at, int r) {
+    Py_ssize_t size = b->len - at - r;
     int k = varint_size((uint64_t)size);
-    if (grow(b, k - 1) < 0) return -1;
-    memmove(b->p + at + k, b->p + at + 1, size);
+    if (k != r) {
+        if (k > r && grow(b, k - r) < 0) return -1;
+        memmove(b->p + at + k, b->p + at + r, size);
+        b->len += k - r;
+    }
     uint64_t v = (uint64_t)size;
     Py_ssize_t i = at;
     while (v >= 0x80) {
@@ -184,9 +185,10 @@ static int close_len(Buf *b, Py_ssize_t at) {
         v >>= 7;
     }
     b->p[i] = (unsigned char)v;
-    b->len += k - 1;
-    return 0;
+    return k;
 }
+
+static int close_len(Buf *b, Py_ssize_t at) { return close_reserved(b, at, 1) < 0 ? -1 : 0; }
 
 /* A nested message's length, written before its content: as many bytes are reserved as its length took the
  * last time a message of its type was written (sizes of a type keep to their class: metadata and specs over
@@ -201,21 +203,9 @@ static inline Py_ssize_t open_msg(Buf *b, const Msg *m, int *reserved) {
 
 static int close_msg(Buf *b, Py_ssize_t at, int r, Msg *m) {
     /* `r`: what open_msg reserved (the hint may have moved since: a message can hold one of its own type) */
-    Py_ssize_t size = b->len - at - r;
-    int k = varint_size((uint64_t)size);
-    if (k != r) {
-        if (k > r && grow(b, k - r) < 0) return -1;
-        memmove(b->p + at + k, b->p + at + r, size);
-        b->len += k - r;
-        m->lenhint = k;
-    }
-    uint64_t v = (uint64_t)size;
-    Py_ssize_t i = at;
-    while (v >= 0x80) {
-        b->p[i++] = (unsigned char)(v | 0x80);
-        v >>= 7;
-    }
-    b->p[i] = (unsigned char)v;
+    int k = close_reserved(b, at, r);
+    if (k < 0) return -1;
+    m->lenhint = k;
     return 0;
 }
 

@@ -21,10 +21,6 @@ FieldSet = set[Path]
 _KIND_ORDER = {"f": 0, "k": 1, "v": 2, "i": 3}
 
 
-def field(name: str) -> str:
-    return "f:" + name
-
-
 def key_element(keys: dict[str, Any]) -> str:
     """The element of a keyed list item: its key fields, sorted by name (value.FieldList.Sort)."""
     return "k:" + orjson.dumps({k: keys[k] for k in sorted(keys)}).decode()
@@ -157,12 +153,6 @@ def render(path: Path) -> str:
 def iteration_order(paths: Iterable[Path]) -> list[Path]:
     """The paths in the order upstream's Set.Iterate visits them: at each level the members, then the
     children, each in element order (so `.spec.replicas` before `.spec.template.…`)."""
-    root: dict[str, Any] = {}
-    for p in paths:
-        cur = root
-        for element in p:
-            cur = cur.setdefault(element, {})
-        cur[_END] = {}
     out: list[Path] = []
 
     def walk(node: dict[str, Any], prefix: Path) -> None:
@@ -172,7 +162,7 @@ def iteration_order(paths: Iterable[Path]) -> list[Path]:
             if any(k != _END for k in node[e]):
                 walk(node[e], (*prefix, e))
 
-    walk(root, ())
+    walk(trie(paths), ())
     return out
 
 

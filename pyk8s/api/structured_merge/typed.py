@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import go_value
 from ..schema import Node
 from .fieldpath import FieldSet, Path, has, has_children, key_element, render, render_element, trie, value_element
 
@@ -189,7 +190,7 @@ def validate(value: Any, node: Node | None, path: Path = ()) -> None:
         if not isinstance(value, bool):
             raise SchemaError(path, f"expected boolean, got {_go_v(value)}")
     elif "string" in types and not isinstance(value, str):
-        raise SchemaError(path, f"expected string, got &value.valueUnstructured{{Value:{_go_value(value)}}}")
+        raise SchemaError(path, f"expected string, got &value.valueUnstructured{{Value:{go_value(value)}}}")
 
 
 def _go_type(value: Any) -> str:
@@ -207,22 +208,9 @@ def _go_type(value: Any) -> str:
     return "map[string]interface {}"
 
 
-def _go_value(value: Any) -> str:
-    """Go's %v of a decoded JSON value (`map[a:1]`, `[x y]`)."""
-    if isinstance(value, dict):
-        return "map[" + " ".join(f"{k}:{_go_value(v)}" for k, v in sorted(value.items())) + "]"
-    if isinstance(value, list):
-        return "[" + " ".join(_go_value(v) for v in value) + "]"
-    if value is None:
-        return "<nil>"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
 def _go_v(value: Any) -> str:
     """How upstream prints a value in these messages (a pointer to its wrapper: `&{5}`)."""
-    return "&{" + _go_value(value) + "}"
+    return "&{" + go_value(value) + "}"
 
 
 # -- the field set of a value ------------------------------------------------------------------------
@@ -279,9 +267,6 @@ class Comparison:
         self.added: FieldSet = set()
         self.modified: FieldSet = set()
         self.removed: FieldSet = set()
-
-    def is_same(self) -> bool:
-        return not (self.added or self.modified or self.removed)
 
 
 def compare(lhs: Any, rhs: Any, node: Node | None) -> Comparison:
