@@ -8,7 +8,7 @@ setup(
         Extension(
             "pyk8s.api.protobuf._fastpb",
             ["pyk8s/api/protobuf/_fastpb.c"],
-            extra_compile_args=["-O2", "-Wall", "-Wno-unused-parameter"],
+            extra_compile_args=["-O3", "-Wall", "-Wno-unused-parameter"],
             optional=True,
         )
     ]

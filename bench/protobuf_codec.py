@@ -29,7 +29,9 @@ console = Console(width=150)
 
 def stored_pod(i: int) -> dict[str, Any]:
     """A pod as a Deployment's ReplicaSet makes it and a node reports it running."""
-    ts = "2026-11-28T12:00:00Z"
+    # the seconds a pod's life writes: created and scheduled, then started, then ready
+    ts, started, ready = "2026-11-28T12:00:00Z", "2026-11-28T12:00:02Z", "2026-11-28T12:00:03Z"
+    when = {"PodScheduled": ts, "Initialized": started, "PodReadyToStartContainers": started}
     return {
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {
@@ -44,7 +46,7 @@ def stored_pod(i: int) -> dict[str, Any]:
                  "fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": {"f:generateName": {}, "f:labels": {
                      ".": {}, "f:app": {}, "f:pod-template-hash": {}}, "f:ownerReferences": {".": {}, 'k:{"uid":"0a1b"}': {}}},
                      "f:spec": {"f:containers": {'k:{"name":"web"}': {".": {}, "f:image": {}, "f:name": {}}}}}},
-                {"manager": "kubelet", "operation": "Update", "apiVersion": "v1", "time": ts, "fieldsType": "FieldsV1",
+                {"manager": "kubelet", "operation": "Update", "apiVersion": "v1", "time": ready, "fieldsType": "FieldsV1",
                  "fieldsV1": {"f:status": {"f:conditions": {'k:{"type":"Ready"}': {".": {}, "f:status": {}}},
                                            "f:podIP": {}}}, "subresource": "status"},
             ],
@@ -70,10 +72,10 @@ def stored_pod(i: int) -> dict[str, Any]:
         },
         "status": {
             "phase": "Running", "conditions": [
-                {"type": t, "status": "True", "lastProbeTime": None, "lastTransitionTime": ts}
+                {"type": t, "status": "True", "lastProbeTime": None, "lastTransitionTime": when.get(t, ready)}
                 for t in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled")],
             "hostIP": "10.0.0.1", "hostIPs": [{"ip": "10.0.0.1"}], "podIP": "10.244.1.7", "podIPs": [{"ip": "10.244.1.7"}],
-            "startTime": ts, "containerStatuses": [{"name": "web", "state": {"running": {"startedAt": ts}},
+            "startTime": ts, "containerStatuses": [{"name": "web", "state": {"running": {"startedAt": started}},
                 "lastState": {}, "ready": True, "restartCount": 0, "image": "registry.k8s.io/nginx:1.27",
                 "imageID": "", "started": True}], "qosClass": "Burstable",
         },

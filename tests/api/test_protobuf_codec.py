@@ -270,3 +270,17 @@ def test_lengths_of_every_size_class_in_any_order_and_repeated_strings():
         fast = codec.encode_message(msg, pod)
         assert fast == codec.py_encode_message(msg, pod)
         assert codec.decode_message(msg, fast) == codec.py_decode_message(msg, fast) == pod
+
+
+@pytest.mark.skipif(not codec.fast(), reason="the C codec is not built")
+def test_keys_in_field_order_or_not_encode_alike():
+    """The C encoder writes an object whose keys come in field-number order as it reads them, and sorts the
+    others (for a while after one, every object of that type): objects in, out of, and back in order all
+    encode as the reference does."""
+    msg = message(POD)
+    ordered = _pod()
+    backwards = {k: ordered[k] for k in reversed(ordered)}
+    backwards["spec"] = {k: ordered["spec"][k] for k in reversed(ordered["spec"])}
+    expected = codec.py_encode_message(msg, ordered)
+    for obj in [ordered, backwards, ordered, *[backwards] * 300, *[ordered] * 300, backwards]:
+        assert codec.encode_message(msg, obj) == expected

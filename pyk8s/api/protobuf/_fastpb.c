@@ -57,6 +57,8 @@ typedef struct {
     int ninline;
     PtrEntry *ptr_cache; /* allocated on first use */
     int lenhint; /* bytes the length of this message took last time: reserved before its content next time */
+    int keyhint; /* keys the last dict decoded from this message had: the next one is made that size */
+    int unordered; /* objects of this message still to be sorted before trying to write one in order again */
 } Msg;
 
 static int field_by_text(const Msg *m, PyObject *k) {
@@ -262,12 +264,35 @@ static int parse_canonical_time(const char *s, Py_ssize_t n, int64_t *sec, int64
     return 0;
 }
 
+/* The timestamps of an object are mostly one second (created, scheduled, started, its managedFields): the
+ * last one read and the last one written are kept, with a reference to the string, and come back without
+ * parsing or formatting. */
+static struct {
+    PyObject *text;
+    int64_t sec, nsec;
+    int micro;
+} last_parsed, last_formatted;
+
 static int time_of(PyObject *v, int64_t *sec, int64_t *nsec) {
     if (PyUnicode_Check(v)) {
+        PyObject *t = last_parsed.text;
+        if (t && (t == v || (PyUnicode_GET_LENGTH(t) == PyUnicode_GET_LENGTH(v) && PyUnicode_IS_COMPACT_ASCII(v) &&
+                             memcmp(PyUnicode_DATA(t), PyUnicode_DATA(v), PyUnicode_GET_LENGTH(v)) == 0))) {
+            *sec = last_parsed.sec;
+            *nsec = last_parsed.nsec;
+            return 0;
+        }
         Py_ssize_t n;
         const char *s = PyUnicode_AsUTF8AndSize(v, &n);
         if (!s) return -1;
-        if (parse_canonical_time(s, n, sec, nsec) == 0) return 0;
+        if (parse_canonical_time(s, n, sec, nsec) == 0) {
+            if (PyUnicode_IS_COMPACT_ASCII(v)) {
+                Py_XSETREF(last_parsed.text, Py_NewRef(v));
+                last_parsed.sec = *sec;
+                last_parsed.nsec = *nsec;
+            }
+            return 0;
+        }
     }
     PyObject *r = PyObject_CallOneArg(h_time_parse, v);
     if (!r) return -1;
@@ -283,6 +308,9 @@ static int time_of(PyObject *v, int64_t *sec, int64_t *nsec) {
 }
 
 static PyObject *format_time(int64_t sec, int64_t nsec, int micro) {
+    if (last_formatted.text && last_formatted.sec == sec && last_formatted.micro == micro &&
+        (!micro || last_formatted.nsec / 1000 == nsec / 1000))
+        return Py_NewRef(last_formatted.text);
     int64_t days = sec / 86400, rem = sec % 86400;
     if (rem < 0) {
         rem += 86400;
@@ -311,6 +339,10 @@ static PyObject *format_time(int64_t sec, int64_t nsec, int micro) {
     } else {
         p[19] = 'Z';
     }
+    Py_XSETREF(last_formatted.text, Py_NewRef(out));
+    last_formatted.sec = sec;
+    last_formatted.nsec = nsec;
+    last_formatted.micro = micro;
     return out;
 }
 
@@ -565,12 +597,41 @@ static int encode_field(Buf *b, const Field *f, PyObject *obj, PyObject *v, int 
     return encode_value(b, f, v, depth);
 }
 
+/* An object whose keys come in field-number order (objects as Go writes them, and as most clients send them),
+ * written as its keys are read. 1 when done; 0 when a key came out of order, with nothing written. */
+static int encode_in_order(Buf *b, Msg *m, PyObject *obj, int depth) {
+    Py_ssize_t start = b->len, pos = 0;
+    PyObject *k, *v;
+    int last = -1;
+    while (PyDict_Next(obj, &pos, &k, &v)) {
+        if (v == Py_None) continue;
+        int j = field_of(m, k);
+        if (j < 0) continue;
+        if (j < last) {
+            b->len = start;
+            return 0;
+        }
+        last = j;
+        if (encode_field(b, &m->fields[j], obj, v, depth) < 0) return -1;
+    }
+    return 1;
+}
+
 /* The object's own keys are looked up in the message (not every field of the message in the object: most are
  * absent), and the fields found are written in field-number order, as Go writes them. */
 static int encode_message(Buf *b, Msg *m, PyObject *obj, int depth) {
     if (depth > MAX_DEPTH) {
         PyErr_SetString(h_error, "object nested too deeply to encode");
         return -1;
+    }
+    /* objects of a type usually come all in order or all not: after one that was not, the next ones of its
+     * type are sorted without trying (a try that fails has written and thrown away part of the object) */
+    if (m->unordered > 0) {
+        m->unordered--;
+    } else if (!m->ninline) {
+        int r = encode_in_order(b, m, obj, depth);
+        if (r != 0) return r < 0 ? -1 : 0;
+        m->unordered = 256;
     }
     int idx_small[64];
     PyObject *val_small[64];
@@ -624,22 +685,50 @@ static int encode_message(Buf *b, Msg *m, PyObject *obj, int depth) {
     return rc;
 }
 
-static PyObject *py_encode(PyObject *self, PyObject *args) {
-    Py_ssize_t index;
-    PyObject *obj;
-    if (!PyArg_ParseTuple(args, "nO!", &index, &PyDict_Type, &obj)) return NULL;
+/* The buffer encodings are written into, kept between calls (grown, never shrunk below its first size) so that
+ * an encode costs no allocation but its result. A helper called back during an encode could run another
+ * thread's encode: that one, finding the buffer taken, uses its own. */
+static Buf scratch = {NULL, 0, 0};
+static int scratch_taken = 0;
+#define SCRATCH_KEEP (1 << 20) /* a buffer grown past this by one large list is given back after it */
+
+/* The message index of a call's first argument, or -1 with an error set. */
+static Py_ssize_t message_index(PyObject *arg) {
+    Py_ssize_t index = PyLong_Check(arg) ? PyLong_AsSsize_t(arg) : -1;
+    if (index == -1 && PyErr_Occurred()) return -1;
     if (index < 0 || index >= nmsgs) {
         PyErr_SetString(PyExc_IndexError, "no such message");
+        return -1;
+    }
+    return index;
+}
+
+static PyObject *py_encode(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyDict_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "encode(index, obj): obj must be a dict");
         return NULL;
     }
-    Buf b = {NULL, 0, 0};
-    if (grow(&b, 512) < 0) return NULL;
-    if (encode_message(&b, &msgs[index], obj, 0) < 0) {
-        PyMem_Free(b.p);
-        return NULL;
+    Py_ssize_t index = message_index(args[0]);
+    if (index < 0) return NULL;
+    PyObject *obj = args[1];
+    int own = scratch_taken;
+    Buf local = {NULL, 0, 0};
+    Buf *b = own ? &local : &scratch;
+    scratch_taken = 1;
+    b->len = 0;
+    PyObject *out = NULL;
+    if (grow(b, 512) == 0 && encode_message(b, &msgs[index], obj, 0) == 0)
+        out = PyBytes_FromStringAndSize((const char *)b->p, b->len);
+    if (own) {
+        PyMem_Free(local.p);
+    } else {
+        scratch_taken = 0;
+        if (scratch.cap > SCRATCH_KEEP) {
+            PyMem_Free(scratch.p);
+            scratch.p = NULL;
+            scratch.cap = 0;
+        }
     }
-    PyObject *out = PyBytes_FromStringAndSize((const char *)b.p, b.len);
-    PyMem_Free(b.p);
     return out;
 }
 
@@ -737,16 +826,28 @@ static PyObject *str_cache[STR_CACHE];
 
 static PyObject *text(const Reader *s) {
     Py_ssize_t n = s->end - s->p;
-    for (Py_ssize_t i = 0; i < n; i++)
-        if (s->p[i] & 0x80) return PyUnicode_DecodeUTF8((const char *)s->p, n, "replace");
     uint32_t slot = 0;
     if (n <= STR_CACHE_MAX) {
-        uint32_t h = 2166136261u; /* FNV-1a */
-        for (Py_ssize_t i = 0; i < n; i++) h = (h ^ s->p[i]) * 16777619u;
+        uint32_t h = 2166136261u; /* FNV-1a, and whether every byte is ASCII, in one pass */
+        unsigned char high = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            high |= s->p[i];
+            h = (h ^ s->p[i]) * 16777619u;
+        }
+        if (high & 0x80) return PyUnicode_DecodeUTF8((const char *)s->p, n, "replace");
         slot = h & (STR_CACHE - 1);
         PyObject *hit = str_cache[slot];
         if (hit && PyUnicode_GET_LENGTH(hit) == n && memcmp(PyUnicode_DATA(hit), s->p, n) == 0)
             return Py_NewRef(hit);
+    } else {
+        uint64_t high = 0, w;
+        Py_ssize_t i = 0;
+        for (; i + 8 <= n; i += 8) {
+            memcpy(&w, s->p + i, 8);
+            high |= w;
+        }
+        for (; i < n; i++) high |= s->p[i];
+        if (high & 0x8080808080808080ull) return PyUnicode_DecodeUTF8((const char *)s->p, n, "replace");
     }
     PyObject *out = PyUnicode_New(n, 127); /* ASCII: the bytes are the characters */
     if (!out) return NULL;
@@ -757,23 +858,10 @@ static PyObject *text(const Reader *s) {
 
 static int decode_message(const Msg *m, Reader *r, PyObject *out, int depth);
 
-/* A dict sized for the fields of the message in `s` (counted first: growing a dict as keys arrive costs more
- * than reading the tags twice). */
-static PyObject *new_dict_for(const Reader *s) {
-    Reader r = *s;
-    Py_ssize_t n = 0;
-    while (r.p < r.end && n < 64) {
-        uint32_t number;
-        int wire;
-        uint64_t v;
-        Reader sub;
-        if (next_field(&r, &number, &wire, &v, &sub) < 0) {
-            PyErr_Clear(); /* the real pass reports it */
-            break;
-        }
-        n++;
-    }
-    return n > 5 ? _PyDict_NewPresized(n) : PyDict_New();
+/* A dict for a message of type `m`, sized for as many keys as the last one of its type ended with (objects of
+ * a type keep to a shape: growing a dict as keys arrive costs more than a guess that is sometimes wrong). */
+static inline PyObject *new_dict_for(const Msg *m) {
+    return m->keyhint > 5 ? _PyDict_NewPresized(m->keyhint) : PyDict_New();
 }
 
 static int wrong_wire(const Field *f, int wire) {
@@ -816,12 +904,14 @@ static PyObject *decode_value(const Field *f, int wire, uint64_t v, Reader *s, i
     case K_STRING:
         return text(s);
     case K_MESSAGE: {
-        PyObject *d = new_dict_for(s);
+        Msg *sm = &msgs[f->msg];
+        PyObject *d = new_dict_for(sm);
         if (!d) return NULL;
-        if (decode_message(&msgs[f->msg], s, d, depth + 1) < 0) {
+        if (decode_message(sm, s, d, depth + 1) < 0) {
             Py_DECREF(d);
             return NULL;
         }
+        sm->keyhint = (int)PyDict_GET_SIZE(d);
         return d;
     }
     case K_BYTES: {
@@ -938,6 +1028,8 @@ static int decode_message(const Msg *m, Reader *r, PyObject *out, int depth) {
         PyErr_SetString(h_error, "proto: message nested too deeply");
         return -1;
     }
+    const Field *run_field = NULL; /* the repeated field the last item was appended to, and its list (borrowed) */
+    PyObject *run_list = NULL;
     while (r->p < r->end) {
         uint32_t number;
         int wire;
@@ -946,6 +1038,7 @@ static int decode_message(const Msg *m, Reader *r, PyObject *out, int depth) {
         if (next_field(r, &number, &wire, &v, &sub) < 0) return -1;
         if (number > m->maxnum || m->by_number[number] < 0 || (wire != 0 && wire != 2)) continue;
         const Field *f = &m->fields[m->by_number[number]];
+        if (f != run_field) run_field = NULL; /* another field ends the run (and might have replaced the list) */
         if (!f->key) {
             if (wire != 2) return wrong_wire(f, wire);
             if (decode_message(&msgs[f->msg], &sub, out, depth + 1) < 0) return -1;
@@ -978,8 +1071,11 @@ static int decode_message(const Msg *m, Reader *r, PyObject *out, int depth) {
             Py_XDECREF(value);
             return -1;
         } else if (f->repeated) {
-            PyObject *list = container(out, f->key, 0);
+            /* a repeated field's items come one after another: its list is looked up once for the run */
+            PyObject *list = f == run_field ? run_list : container(out, f->key, 0);
             if (!list) return -1;
+            run_field = f;
+            run_list = list;
             if (wire == 2 && (f->kind == K_INT || f->kind == K_BOOL)) { /* packed */
                 while (sub.p < sub.end) {
                     uint64_t x;
@@ -1013,24 +1109,25 @@ static int decode_message(const Msg *m, Reader *r, PyObject *out, int depth) {
     return 0;
 }
 
-static PyObject *py_decode(PyObject *self, PyObject *args) {
-    Py_ssize_t index;
-    Py_buffer view;
-    PyObject *into = NULL;
-    if (!PyArg_ParseTuple(args, "ny*|O!", &index, &view, &PyDict_Type, &into)) return NULL;
-    if (index < 0 || index >= nmsgs) {
-        PyBuffer_Release(&view);
-        PyErr_SetString(PyExc_IndexError, "no such message");
+static PyObject *py_decode(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs < 2 || nargs > 3 || (nargs == 3 && !PyDict_Check(args[2]))) {
+        PyErr_SetString(PyExc_TypeError, "decode(index, data, into=None): into must be a dict");
         return NULL;
     }
+    Py_ssize_t index = message_index(args[0]);
+    if (index < 0) return NULL;
+    PyObject *into = nargs == 3 ? args[2] : NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[1], &view, PyBUF_SIMPLE) < 0) return NULL;
     Reader r = {(const unsigned char *)view.buf, (const unsigned char *)view.buf + view.len};
-    PyObject *out = into ? Py_NewRef(into) : new_dict_for(&r);
+    PyObject *out = into ? Py_NewRef(into) : new_dict_for(&msgs[index]);
     if (!out) {
         PyBuffer_Release(&view);
         return NULL;
     }
     int rc = decode_message(&msgs[index], &r, out, 0);
     PyBuffer_Release(&view);
+    if (!into) msgs[index].keyhint = (int)PyDict_GET_SIZE(out);
     if (rc < 0) {
         Py_DECREF(out);
         return NULL;
@@ -1253,8 +1350,8 @@ static PyMethodDef methods[] = {
     {"envelope", py_envelope, METH_VARARGS, "envelope(apiVersion, kind, raw) -> bytes."},
     {"unwrap", py_unwrap, METH_O, "unwrap(data) -> (apiVersion, kind, raw memoryview)."},
     {"load", py_load, METH_VARARGS, "load(schema, helpers): the compiled messages and the Python helpers."},
-    {"encode", py_encode, METH_VARARGS, "encode(index, obj) -> bytes: a dict as message `index`."},
-    {"decode", py_decode, METH_VARARGS, "decode(index, data, into=None) -> dict: message `index` as a dict."},
+    {"encode", (PyCFunction)(void (*)(void))py_encode, METH_FASTCALL, "encode(index, obj) -> bytes: a dict as message `index`."},
+    {"decode", (PyCFunction)(void (*)(void))py_decode, METH_FASTCALL, "decode(index, data, into=None) -> dict: message `index` as a dict."},
     {NULL, NULL, 0, NULL},
 };
 
