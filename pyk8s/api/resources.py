@@ -50,6 +50,9 @@ class Resource:
     storage_name: str = ""
     storage_group_version: str = ""
     singular: str = field(default="")
+    # A custom resource, defined by a CustomResourceDefinition and served by pyk8s.apiextensions: JSON only,
+    # its schema from the CRD rather than upstream's definitions.
+    custom: bool = False
 
     @property
     def group_version(self) -> str:
@@ -187,6 +190,9 @@ RESOURCES: tuple[Resource, ...] = (
     _r("node.k8s.io/v1", "RuntimeClass", "runtimeclasses", False),
     # discovery.k8s.io/v1
     _r("discovery.k8s.io/v1", "EndpointSlice", "endpointslices", True),
+    # apiextensions.k8s.io/v1: the definitions of custom resources (pyk8s.apiextensions)
+    _r("apiextensions.k8s.io/v1", "CustomResourceDefinition", "customresourcedefinitions", False, ["crd", "crds"],
+       ["api-extensions"], sub=[STATUS]),
 )  # fmt: skip
 
 # The order groups appear in discovery (upstream lists them in this order too); the first version listed
@@ -202,6 +208,7 @@ GROUP_ORDER = (
     "policy",
     "rbac.authorization.k8s.io",
     "storage.k8s.io",
+    "apiextensions.k8s.io",
     "scheduling.k8s.io",
     "coordination.k8s.io",
     "node.k8s.io",

@@ -13,7 +13,7 @@ from ..api import errors, goyaml
 from ..api.field_manager import FieldManager
 from ..api.meta import Object
 from ..api.resources import Resource
-from ..api.schema import kind_node
+from ..api.schema import Node
 from .negotiation import APPLY_PATCH_YAML
 from .registry.rest import RESTStore
 
@@ -59,11 +59,11 @@ def _json_type(value: object) -> str:
     return "string"
 
 
-def field_manager(served: Resource, rest: RESTStore, subresource: str) -> FieldManager:
-    """The field manager of the endpoint: the store's own when the request speaks the storage version."""
+def field_manager(served: Resource, rest: RESTStore, subresource: str, node: Node | None) -> FieldManager:
+    """The field manager of the endpoint: the store's own when the request speaks the storage version; `node`
+    is the served kind's schema."""
     if served.group_version == rest.resource.group_version:
         return rest.field_manager(subresource)
-    node = kind_node(served.group, served.version, served.kind)
     top_level = list((node.schema.get("properties") or {}) if node is not None else ())
     reset = rest.strategy.reset_fields(subresource, top_level)
     return FieldManager(node, served.api_version, served.kind, subresource, None, reset)

@@ -8,6 +8,7 @@ format the client accepted (JSON, YAML or a Table).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from typing import Any
@@ -19,6 +20,7 @@ from ..api.errors import go_value
 from ..api.managed_fields import default_manager
 from ..api.meta import Object, json_copy
 from ..api.patch import PatchError, json_patch, merge_patch, strategic_merge
+from ..api.protobuf.schema import message_name_for
 from ..api.resources import Resource, ResourceTable
 from ..api.selectors import SelectorError, parse_field_selector, parse_label_selector
 from ..api.types.codec import DecodeError
@@ -46,7 +48,7 @@ from .negotiation import (
 )
 from .registry.rest import Context, DeleteOptions, ListOptions, RESTStore
 from .request_info import RequestInfo
-from .subresources import Subresources
+from .subresources import Subresources, scale_of
 
 _INT64 = re.compile(r"[+-]?[0-9]+", re.ASCII)
 DELETE_OPTIONS = "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions"
@@ -126,12 +128,57 @@ def query_bool(query: Any, name: str) -> bool | None:
 
 
 class Resolved:
-    """The resource a request addresses: as served (`served`) and as stored (`rest.resource`)."""
+    """The resource a request addresses: as served (`served`) and as stored (`rest.resource`), and what the
+    handlers do that depends on the kind's definition (its Go types and upstream schema for built-in kinds; a
+    custom resource's CRD overrides these, see apiextensions.customresource_handler)."""
 
     def __init__(self, served: Resource, rest: RESTStore, info: RequestInfo) -> None:
         self.served = served
         self.rest = rest
         self.info = info
+
+    @property
+    def protobuf(self) -> bool:
+        """Whether the kind has a protobuf form (not the kinds of apiextensions and kube-aggregator, whose
+        messages are not in kubernetes/api, nor custom resources)."""
+        return _has_protobuf(self.served.api_version, self.served.kind)
+
+    def schema_node(self) -> schema.Node | None:
+        """The served kind's schema: what merges strategic patches and applies."""
+        s = self.served
+        return schema.kind_node(s.group, s.version, s.kind)
+
+    def patch_types(self) -> tuple[str, ...]:
+        return PATCH_TYPES
+
+    def typed_object(self, obj: Object, mode: str, duplicates: list[str]) -> tuple[Object, list[str]]:
+        """A request body as it will be stored, and its warnings (encoding.typed_object)."""
+        return typed_object(obj, self.served, mode, duplicates)
+
+    def typed_patch_result(
+        self, obj: Object, mode: str, shown: Callable[[], Any], changed: frozenset[str] | None = None
+    ) -> tuple[Object, list[str]]:
+        """A patched object as it will be stored, and its warnings (encoding.typed_patch_result)."""
+        return typed_patch_result(obj, self.served, mode, shown, changed)
+
+    def scale_of(self, obj: Object) -> Object:
+        """The autoscaling/v1 Scale of a scalable object."""
+        return scale_of(obj)
+
+    def set_replicas(self, obj: Object, replicas: int) -> None:
+        obj.setdefault("spec", {})["replicas"] = replicas
+
+    def replicas_field(self) -> tuple[str, ...]:
+        """Where the Scale's spec.replicas lives in the object, as a FieldsV1 path."""
+        return ("f:spec", "f:replicas")
+
+    def table(
+        self, objs: list[Object], *, include: str, version: str, list_meta: dict[str, Any], headers: bool = True
+    ) -> dict[str, Any]:
+        """The server-side Table of objects of the served kind."""
+        s = self.served
+        return tables.table(objs, s.group, s.kind, include=include, version=version, list_meta=list_meta,
+                            headers=headers)  # fmt: skip
 
     def to_client(self, obj: Object) -> Object:
         return convert(obj, self.rest.resource, self.served)
@@ -144,10 +191,21 @@ class Resolved:
             raise errors.cannot_decode(self.served.kind, self.served.version, e) from None
 
 
+@functools.cache
+def _has_protobuf(api_version: str, kind: str) -> bool:
+    return message_name_for(api_version, kind) is not None
+
+
 class ResourceHandlers:
-    def __init__(self, table: ResourceTable, stores: dict[tuple[str, str], RESTStore]) -> None:
+    def __init__(
+        self,
+        table: ResourceTable,
+        stores: dict[tuple[str, str], RESTStore],
+        custom: Callable[[RequestInfo], Resolved | None] | None = None,
+    ) -> None:
         self.table = table
         self.stores = stores  # (storage group/version, plural) -> RESTStore
+        self.custom = custom  # custom resources: what the CRDs serve (apiextensions), consulted second
         self.subresources = Subresources(self)
 
     def store_for(self, served: Resource) -> RESTStore:
@@ -156,6 +214,10 @@ class ResourceHandlers:
 
     def resolve(self, info: RequestInfo) -> Resolved:
         served = self.table.get(info.api_group, info.api_version, info.resource)
+        custom = None
+        if served is None and self.custom is not None:
+            custom = self.custom(info)
+            served = custom.served if custom is not None else None
         if served is None or (info.namespace and not served.namespaced):
             raise errors.path_not_found()
         if info.subresource:
@@ -174,6 +236,8 @@ class ResourceHandlers:
         single = info.verb in ("get", "update", "patch", "delete")
         if (single and not info.name) or (info.verb == "create" and info.name and not info.subresource):
             raise errors.method_not_supported(served.plural, info.verb, served.group)
+        if custom is not None:
+            return custom
         return Resolved(served, self.store_for(served), info)
 
     async def serve(self, request: web.Request, info: RequestInfo, ctx: Context) -> web.StreamResponse:
@@ -209,9 +273,8 @@ class ResourceHandlers:
 
     # -- output ----------------------------------------------------------------------------------------
 
-    def output(self, request: web.Request) -> Output:
-        # Every kind these handlers serve is built in, with a protobuf message.
-        return choose_output(request.headers.get("Accept"), protobuf=True)
+    def output(self, request: web.Request, r: Resolved) -> Output:
+        return choose_output(request.headers.get("Accept"), protobuf=r.protobuf)
 
     def object_response(
         self,
@@ -225,14 +288,12 @@ class ResourceHandlers:
         stored: bool = False,
     ) -> web.Response:
         """`stored`: `obj` is a version as storage holds it (a read's answer, not a write's)."""
-        out = out or self.output(request)
+        out = out or self.output(request, r)
         client_obj = r.to_client(obj)
         if out.transform == "Table":
             include = tables.check_include_object(request.query.get("includeObject", ""))
-            doc = tables.table(
+            doc = r.table(
                 [client_obj],
-                r.served.group,
-                r.served.kind,
                 include=include,
                 version=out.version,
                 list_meta={"resourceVersion": obj["metadata"].get("resourceVersion", "")},
@@ -254,7 +315,7 @@ class ResourceHandlers:
         return self.object_response(request, r, obj, stored=True)
 
     async def list_collection(self, request: web.Request, r: Resolved) -> web.Response:
-        out = self.output(request)
+        out = self.output(request, r)
         opts = list_options(request.query, r.served)
         try:
             res = await r.rest.list_objects(r.info.namespace, opts)
@@ -270,9 +331,7 @@ class ResourceHandlers:
         items = [r.to_client(o) for o in res.items]
         if out.transform == "Table":
             include = tables.check_include_object(request.query.get("includeObject", ""))
-            doc = tables.table(
-                items, r.served.group, r.served.kind, include=include, version=out.version, list_meta=list_meta
-            )
+            doc = r.table(items, include=include, version=out.version, list_meta=list_meta)
             return respond(doc, out)
         if out.transform in ("PartialObjectMetadata", "PartialObjectMetadataList"):
             doc = {
@@ -312,7 +371,7 @@ class ResourceHandlers:
             data, request.headers.get("Content-Type"), check_duplicates=mode == "Strict", kind=r.served.kind
         )
         obj = body_object(raw, r.served)
-        return typed_object(obj, r.served, mode, dups)
+        return r.typed_object(obj, mode, dups)
 
     def _context(self, request: web.Request, ctx: Context) -> Context:
         sent = request.query.get("fieldManager", "")
@@ -348,13 +407,13 @@ class ResourceHandlers:
         c = self._context(request, ctx)
         mode = field_validation(request.query)
         content_type = (request.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
-        if content_type not in PATCH_TYPES:
-            raise unsupported_patch_type()
+        if content_type not in r.patch_types():
+            raise unsupported_patch_type(r.patch_types())
         force = validate_patch_options(request.query, content_type)
         data = await read_body(request)
         if content_type == APPLY_PATCH_YAML:
             return await self._apply(request, r, c, mode, data, force)
-        apply = make_patcher(content_type, data, r.served)
+        apply = make_patcher(content_type, data, r)
         patch_doc = apply.patch
         warnings: list[str] = []
         # A merge or strategic patch of plain fields changes only the top-level fields it names (no directive
@@ -377,7 +436,7 @@ class ResourceHandlers:
                 raise errors.bad_request("the patch did not produce an object")
             patched = body_object(patched, r.served)
             shown = (lambda: go_value(patch_doc)) if content_type == STRATEGIC_MERGE_PATCH else (lambda: patched)
-            patched, warnings[:] = typed_patch_result(patched, r.served, mode, shown, changed)
+            patched, warnings[:] = r.typed_patch_result(patched, mode, shown, changed)
             return r.to_storage(patched)
 
         result, _ = await r.rest.update(
@@ -390,7 +449,7 @@ class ResourceHandlers:
     ) -> web.Response:
         """Server-side apply: the configuration merged into the live object (or a new one) by the field manager."""
         config = read_config(data)
-        manager = field_manager(r.served, r.rest, r.info.subresource)
+        manager = field_manager(r.served, r.rest, r.info.subresource, r.schema_node())
         warnings: list[str] = []
 
         async def updater(existing: Object | None) -> Object:
@@ -399,7 +458,7 @@ class ResourceHandlers:
             current = r.to_client(existing) if existing is not None else None
             applied = apply_to(manager, current, json_copy(config), c.field_manager, force, r.served, r.info.name,
                                r.info.namespace)  # fmt: skip
-            patched, warnings[:] = typed_patch_result(applied, r.served, mode, lambda: applied)
+            patched, warnings[:] = r.typed_patch_result(applied, mode, lambda: applied)
             return r.to_storage(patched)
 
         applied_ctx = Context(c.user, c.dry_run, c.field_manager, applied=True)
@@ -419,7 +478,7 @@ class ResourceHandlers:
             group = {"group": r.served.group} if r.served.group else {}
             details = {"name": md.get("name", ""), **group, "kind": r.served.plural, "uid": md.get("uid", "")}
             doc = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
-            return respond(doc, self.output(request), status)
+            return respond(doc, self.output(request, r), status)
         return self.object_response(request, r, obj, status)
 
     async def delete_collection(self, request: web.Request, r: Resolved, ctx: Context) -> web.Response:
@@ -433,7 +492,7 @@ class ResourceHandlers:
             "metadata": {},
             "items": [r.to_client(o) for o in deleted],
         }
-        return respond(doc, self.output(request))
+        return respond(doc, self.output(request, r))
 
 
 async def delete_options(request: web.Request) -> DeleteOptions:
@@ -491,16 +550,19 @@ class Patcher:
 PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, APPLY_PATCH_YAML, STRATEGIC_MERGE_PATCH)
 
 
-def unsupported_patch_type() -> errors.StatusError:
+def unsupported_patch_type(accepted: tuple[str, ...] = PATCH_TYPES) -> errors.StatusError:
     return errors.unsupported_media_type(
-        "the body of the request was in an unknown format - accepted media types include: " + ", ".join(PATCH_TYPES)
+        "the body of the request was in an unknown format - accepted media types include: " + ", ".join(accepted)
     )
 
 
-def make_patcher(content_type: str, data: bytes, served: Resource) -> Patcher:
-    """A function that applies the patch body to the client's view of the current object."""
-    if content_type not in (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH):
-        raise unsupported_patch_type()
+def make_patcher(content_type: str, data: bytes, r: Resolved, *, scale: bool = False) -> Patcher:
+    """A function that applies the patch body to the client's view of the current object (`scale`: to the
+    object's Scale, a built-in kind whatever the object's)."""
+    served = r.served
+    accepted = PATCH_TYPES if scale else r.patch_types()
+    if content_type not in (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH) or content_type not in accepted:
+        raise unsupported_patch_type(accepted)
     patch, _ = decode(data, "application/json")
     if content_type == JSON_PATCH:
         if not isinstance(patch, list):
@@ -531,7 +593,7 @@ def make_patcher(content_type: str, data: bytes, served: Resource) -> Patcher:
     if content_type == MERGE_PATCH:
         # The updater hands over a copy of its own (RESTStore.update), so the patch goes straight into it.
         return Patcher(patch, lambda obj: merge_patch(obj, patch, in_place=True))
-    node = schema.kind_node(served.group, served.version, served.kind)
+    node = schema.kind_node("autoscaling", "v1", "Scale") if scale else r.schema_node()
 
     def apply_strategic(obj: Object) -> Any:
         try:

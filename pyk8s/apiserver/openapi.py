@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -67,8 +68,10 @@ def _convert(node: Any, ref_prefix: str, refs: set[str], *, in_kind_props: bool 
     return out
 
 
-def _closure(names: set[str], ref_prefix: str) -> dict[str, Any]:
-    defs = schema.definitions()
+def _closure(names: set[str], ref_prefix: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The definitions named and those they refer to; `extra`: definitions beyond upstream's (custom
+    resources'), in the same form."""
+    defs = {**schema.definitions(), **extra} if extra else schema.definitions()
     out: dict[str, Any] = {}
     todo = list(names)
     while todo:
@@ -151,16 +154,15 @@ def _op(
     for c in codes:
         op["responses"].update(_response(response, v3, c))
     if body:
-        types = (
-            [
-                "application/json-patch+json",
-                "application/merge-patch+json",
-                "application/strategic-merge-patch+json",
-                "application/apply-patch+yaml",
-            ]
-            if action == "patch"
-            else ["application/json", "application/yaml"]
-        )
+        patch_types = [
+            "application/json-patch+json",
+            "application/merge-patch+json",
+            "application/strategic-merge-patch+json",
+            "application/apply-patch+yaml",
+        ]
+        if r.custom:
+            patch_types.remove("application/strategic-merge-patch+json")
+        types = patch_types if action == "patch" else ["application/json", "application/yaml"]
         if v3:
             op["requestBody"] = {"content": {t: {"schema": _ref(body, v3)} for t in types}, "required": True}
         else:
@@ -169,7 +171,12 @@ def _op(
     return op
 
 
-def _paths(resources: list[Resource], v3: bool) -> tuple[dict[str, Any], set[str]]:
+DefinitionName = Callable[[str, str, str], "str | None"]
+
+
+def _paths(
+    resources: list[Resource], v3: bool, definition_name: DefinitionName = schema.definition_name
+) -> tuple[dict[str, Any], set[str]]:
     paths: dict[str, Any] = {}
     names: set[str] = {
         _META + "Status",
@@ -179,8 +186,8 @@ def _paths(resources: list[Resource], v3: bool) -> tuple[dict[str, Any], set[str
         _META + "APIResourceList",
     }
     for r in resources:
-        kind_def = schema.definition_name(r.group, r.version, r.kind)
-        list_def = schema.definition_name(r.group, r.version, r.list_kind)
+        kind_def = definition_name(r.group, r.version, r.kind)
+        list_def = definition_name(r.group, r.version, r.list_kind)
         if kind_def is None:
             continue
         names.add(kind_def)
@@ -289,10 +296,22 @@ def _paths(resources: list[Resource], v3: bool) -> tuple[dict[str, Any], set[str
 
 
 class OpenAPI:
-    """The documents, built on first request and kept (they only change with the resource table)."""
+    """The documents, built on first request and kept (they only change with the resource table: a new one is
+    made when CRDs change). `custom_names` and `custom_definitions`: what the CRDs add (apiextensions
+    .openapi_builder)."""
 
-    def __init__(self, table: ResourceTable) -> None:
+    def __init__(
+        self,
+        table: ResourceTable,
+        custom_names: dict[tuple[str, str, str], str] | None = None,
+        custom_definitions: dict[str, Any] | None = None,
+    ) -> None:
         self.table = table
+        self.custom_names = custom_names or {}
+        self.custom_definitions = custom_definitions or {}
+
+    def _definition_name(self, group: str, version: str, kind: str) -> str | None:
+        return self.custom_names.get((group, version, kind)) or schema.definition_name(group, version, kind)
 
     def _group_versions(self) -> list[tuple[str, str]]:
         out = []
@@ -309,12 +328,12 @@ class OpenAPI:
     def v3_documents(self) -> dict[str, bytes]:
         docs: dict[str, bytes] = {}
         for g, v in self._group_versions():
-            paths, names = _paths(self.table.in_group_version(g, v), True)
+            paths, names = _paths(self.table.in_group_version(g, v), True, self._definition_name)
             doc = {
                 "openapi": "3.0.0",
                 "info": {"title": "Kubernetes", "version": schema.KUBERNETES_VERSION},
                 "paths": paths,
-                "components": {"schemas": _closure(names, "#/components/schemas/")},
+                "components": {"schemas": _closure(names, "#/components/schemas/", self.custom_definitions)},
             }
             docs[self._gv_path(g, v)] = orjson.dumps(doc)
         return docs
@@ -346,13 +365,13 @@ class OpenAPI:
         paths: dict[str, Any] = {}
         names: set[str] = set()
         for g, v in self._group_versions():
-            p, n = _paths(self.table.in_group_version(g, v), False)
+            p, n = _paths(self.table.in_group_version(g, v), False, self._definition_name)
             paths.update(p)
             names |= n
         doc = {
             "swagger": "2.0",
             "info": {"title": "Kubernetes", "version": schema.KUBERNETES_VERSION},
             "paths": paths,
-            "definitions": _closure(names, "#/definitions/"),
+            "definitions": _closure(names, "#/definitions/", self.custom_definitions),
         }
         return doc

@@ -23,6 +23,9 @@ from aiohttp import web
 from ..api import errors
 from ..api.meta import Object
 from ..api.resources import TABLE, ResourceTable
+from ..apiextensions.customresource_handler import CustomResourceHandler
+from ..apiextensions.finalizer import CRDFinalizer
+from ..apiextensions.naming_controller import NamingController
 from ..file_modes import ensure_private_dir
 from ..rlimit import raise_nofile_limit
 from ..storage import StorageError, Store, open_storage
@@ -106,6 +109,8 @@ class APIServer:
         self.metrics = Metrics()
         self.watch_metrics = WatchMetrics()
         self.handlers: ResourceHandlers | None = None
+        self.custom_resources: CustomResourceHandler | None = None  # what the CRDs define (apiextensions)
+        self._tasks: list[asyncio.Task[None]] = []
         self.resource_metrics: resource_metrics.ResourceMetrics | None = None
         # Discovery lists the metrics.k8s.io group too, which has no storage (see resource_metrics).
         self.discovery_table = ResourceTable([*table.resources, *resource_metrics.RESOURCES])
@@ -161,6 +166,7 @@ class APIServer:
             await self._build_registry()
             # Objects an earlier pyk8s stored as clients sent them: into upstream's form, once per store.
             await migrate_stored_form(self.store, self.stores.values())
+            await self._start_apiextensions()
             await self._ensure_system_namespaces()
             await self._serve()
             await self._reconcile_kubernetes_service()
@@ -187,7 +193,15 @@ class APIServer:
         self.connections.abort_all()
         if self.handlers is not None:
             self.handlers.subresources.stopping.set()  # open `pods/log` streams end, as the watches do
-        for c in self.cachers:
+        for t in self._tasks:
+            t.cancel()
+        for t in self._tasks:
+            try:
+                await t
+            except (asyncio.CancelledError, Exception):
+                pass
+        self._tasks.clear()
+        for c in list(self.cachers):
             await c.stop()
         self.cachers.clear()
         for runner in self._runners:
@@ -241,8 +255,48 @@ class APIServer:
             store.compaction_listeners.append(c.trim)
         await asyncio.gather(*(c.start() for c in self.cachers))
         await asyncio.gather(*(c.wait_ready(60) for c in self.cachers))
-        self.handlers = ResourceHandlers(self.table, self.stores)
+        self.custom_resources = CustomResourceHandler(
+            self.rest("apiextensions.k8s.io/v1", "customresourcedefinitions"), store, admission, self._cacher_for,
+            self._custom_resources_changed,
+        )  # fmt: skip
+        self.handlers = ResourceHandlers(self.table, self.stores, self.custom_resources.resolve)
         self.resource_metrics = resource_metrics.ResourceMetrics(self.rest("v1", "pods"), self.rest("v1", "nodes"))
+
+    def _cacher_for(self, prefix: str, attributes: Callable[[Object], tuple[dict[str, str], dict[str, str]]]) -> Cacher:
+        """A watch cache for a custom resource, kept with the others (compaction, metrics, shutdown)."""
+        assert self.store is not None
+        cacher = Cacher(self.store, prefix, attributes, history=self.options.watch_cache_history,
+                        bookmark_interval=self.options.bookmark_interval)  # fmt: skip
+        self.cachers.append(cacher)
+        self.store.compaction_listeners.append(cacher.trim)
+        original_stop = cacher.stop
+
+        async def stop() -> None:
+            if cacher in self.cachers:
+                self.cachers.remove(cacher)
+            if self.store is not None and cacher.trim in self.store.compaction_listeners:
+                self.store.compaction_listeners.remove(cacher.trim)
+            await original_stop()
+
+        cacher.stop = stop  # type: ignore[method-assign]
+        return cacher
+
+    def _custom_resources_changed(self) -> None:
+        """The CRDs serve other resources now: discovery is rebuilt."""
+        assert self.custom_resources is not None
+        custom = self.custom_resources.resources()
+        self.discovery_table = ResourceTable([*self.table.resources, *resource_metrics.RESOURCES, *custom])
+        self._discovery.clear()
+        self.openapi = OpenAPI(ResourceTable([*self.table.resources, *custom]),
+                               *self.custom_resources.openapi_definitions())  # fmt: skip
+
+    async def _start_apiextensions(self) -> None:
+        """Serve the CRDs stored now, then keep their names, conditions, handlers and cleanup going."""
+        assert self.custom_resources is not None
+        crds = self.rest("apiextensions.k8s.io/v1", "customresourcedefinitions")
+        await self.custom_resources.start()
+        for component in (self.custom_resources, NamingController(crds), CRDFinalizer(crds, self.custom_resources)):
+            self._tasks.append(asyncio.create_task(component.run()))
 
     def rest(self, group_version: str, plural: str) -> RESTStore:
         return self.stores[(group_version, plural)]
@@ -346,7 +400,7 @@ class APIServer:
             ctx = Context(request["user"])
             if info.verb == "watch":
                 r = self.handlers.resolve(info)
-                out = choose_output(request.headers.get("Accept"), protobuf=True)
+                out = choose_output(request.headers.get("Accept"), protobuf=r.protobuf)
                 table = out.transform == "Table"
                 include = check_include_object(request.query.get("includeObject", "")) if table else ""
                 return await self.watches.serve(request, r, table, include, out.version, out.media)

@@ -138,10 +138,10 @@ class Subresources:
 
     async def scale(self, request: web.Request, r: Resolved, ctx: Context) -> web.Response:
         h = self.handlers
-        out = h.output(request)
+        out = h.output(request, r)
         if r.info.verb == "get":
             obj = await r.rest.get(r.info.namespace, r.info.name, request.query.get("resourceVersion", ""))
-            return respond(scale_of(obj), out)
+            return respond(r.scale_of(obj), out)
         c = h._context(request, ctx)
         content_type = (request.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
         if r.info.verb == "patch":
@@ -162,7 +162,7 @@ class Subresources:
         else:
             from .handlers import make_patcher
 
-            apply = make_patcher(content_type, data, r.served)
+            apply = make_patcher(content_type, data, r, scale=True)
 
             def new_scale(current: Object) -> Object:
                 patched = apply(current)
@@ -173,19 +173,19 @@ class Subresources:
         async def updater(existing: Object | None) -> Object:
             if existing is None:
                 raise r.rest.not_found(r.info.name)
-            current = scale_of(existing)
+            current = r.scale_of(existing)
             desired = new_scale(current)
             rv = (desired.get("metadata") or {}).get("resourceVersion")
             if rv and rv != existing["metadata"]["resourceVersion"]:
                 raise r.rest.conflict(r.info.name)
             replicas = (desired.get("spec") or {}).get("replicas")
             _check_replicas(replicas, r.info.name)
-            existing.setdefault("spec", {})["replicas"] = replicas
+            r.set_replicas(existing, replicas)
             return existing
 
         # The parent's managedFields record the write with subresource "scale", as upstream's ScaleHandler does.
         result, _ = await r.rest.update(r.info.namespace, r.info.name, updater, c, subresource="scale")
-        return respond(scale_of(result), out)
+        return respond(r.scale_of(result), out)
 
     async def _apply_scale(self, r: Resolved, c: Context, data: bytes, force: bool, out: Output) -> web.Response:
         """Server-side apply of a Scale: its managers are the workload's owners of replicas (api/scale_handler)."""
@@ -198,15 +198,15 @@ class Subresources:
             if existing is None:
                 raise r.rest.not_found(r.info.name)
             handler = ScaleHandler(existing["metadata"].get("managedFields"), workload_version,
-                                   {workload_version: ("f:spec", "f:replicas")})  # fmt: skip
-            scale = scale_of(existing)
+                                   {workload_version: r.replicas_field()})  # fmt: skip
+            scale = r.scale_of(existing)
             entries = handler.to_subresource()
             if entries:
                 scale["metadata"]["managedFields"] = entries
             applied = scale_manager.apply(scale, json_copy(config), c.field_manager, force)
             replicas = (applied.get("spec") or {}).get("replicas", 0)
             _check_replicas(replicas, r.info.name)
-            existing.setdefault("spec", {})["replicas"] = replicas
+            r.set_replicas(existing, replicas)
             parent = handler.to_parent(applied["metadata"].get("managedFields"))
             if parent:
                 existing["metadata"]["managedFields"] = parent
@@ -216,7 +216,7 @@ class Subresources:
 
         applied_ctx = dataclasses.replace(c, applied=True)
         result, _ = await r.rest.update(r.info.namespace, r.info.name, updater, applied_ctx, subresource="scale")
-        return respond(scale_of(result), out)
+        return respond(r.scale_of(result), out)
 
     async def binding(self, request: web.Request, info: RequestInfo, ctx: Context) -> web.Response:
         """`pods/<name>/binding`, and the `bindings` resource (the pod named by the Binding's name)."""
@@ -252,7 +252,7 @@ class Subresources:
             await evict(r.rest, pdbs, r.info.namespace, r.info.name, opts, c)
         return respond(
             {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201},
-            self.handlers.output(request),
+            self.handlers.output(request, r),
             201,
         )
 

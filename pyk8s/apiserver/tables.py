@@ -132,8 +132,10 @@ def check_include_object(include: str) -> str:
     return include
 
 
-def rows(objs: list[Object], group: str, kind: str, include: str, api_version: str) -> list[dict[str, Any]]:
-    p = printer_for(group, kind)
+def rows(
+    objs: list[Object], group: str, kind: str, include: str, api_version: str, printer: Printer | None = None
+) -> list[dict[str, Any]]:
+    p = printer or printer_for(group, kind)
     out = []
     for o in objs:
         row: dict[str, Any] = {"cells": p.row(o)}
@@ -154,14 +156,16 @@ def table(
     list_meta: dict[str, Any] | None = None,
     headers: bool = True,
     api_version: str = "",
+    printer: Printer | None = None,
 ) -> dict[str, Any]:
-    p = printer_for(group, kind)
+    """A Table of `objs` by the kind's registered printer, or by `printer` (a custom resource's columns)."""
+    p = printer or printer_for(group, kind)
     out: dict[str, Any] = {
         "kind": "Table",
         "apiVersion": f"meta.k8s.io/{version}",
         "metadata": list_meta or {},
         "columnDefinitions": [c.definition() for c in p.columns] if headers else None,
-        "rows": rows(objs, group, kind, include, api_version),
+        "rows": rows(objs, group, kind, include, api_version, p),
     }
     if not headers:
         out.pop("columnDefinitions")

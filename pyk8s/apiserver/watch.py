@@ -21,7 +21,6 @@ from ..api import errors
 from ..api.protobuf import codec as protobuf
 from ..storage.cacher import CacheWatcher, WatchedEvent
 from ..storage.interface import BOOKMARK
-from . import tables
 from .negotiation import JSON, PROTOBUF
 
 if TYPE_CHECKING:
@@ -175,10 +174,8 @@ class _Encoder:
 
     def _table(self, objs: list[Any], headers: bool = False, meta: dict[str, Any] | None = None) -> dict[str, Any]:
         rv = (objs[0].get("metadata") or {}).get("resourceVersion", "") if objs else ""
-        return tables.table(
+        return self.r.table(
             objs,
-            self.r.served.group,
-            self.r.served.kind,
             include=self.include,
             version=self.table_version,
             list_meta=meta or {"resourceVersion": rv},

@@ -14,11 +14,11 @@ Go cannot encode, a patch that cannot be built); `apply` reports it per object.
 
 from __future__ import annotations
 
-import json
-from decimal import Decimal
 from typing import Any
 
 import orjson
+
+from ..api import gofmt
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
@@ -29,48 +29,13 @@ class ApplyError(Exception):
 
 # -- Go's encoding/json, for the annotation ----------------------------------------------------------------
 
-_GO_ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"})
-
-
-def _go_string(s: str) -> str:
-    return json.dumps(s, ensure_ascii=False).translate(_GO_ESCAPES)
-
-
-def _go_float(f: float) -> str:
-    if f != f or f in (float("inf"), float("-inf")):
-        raise ApplyError(f"json: unsupported value: {f}")
-    if f.is_integer() and abs(f) < 1e21:
-        return str(int(f))
-    a = abs(f)
-    text = repr(f)
-    if a < 1e-6 or a >= 1e21:
-        # Go writes exponents with at least two digits but then trims a negative one's leading zero.
-        return text.replace("e-0", "e-")
-    if "e" in text:
-        return format(Decimal(text), "f")
-    return text
-
-
 def go_json(value: Any) -> str:
-    """`value` encoded as Go's json.Marshal encodes a map[string]interface{}: sorted keys, no spaces, HTML
-    characters escaped, integral numbers without a fraction."""
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return _go_float(value)
-    if isinstance(value, str):
-        return _go_string(value)
-    if isinstance(value, dict):
-        return "{" + ",".join(f"{_go_string(str(k))}:{go_json(value[k])}" for k in sorted(value)) + "}"
-    if isinstance(value, list | tuple):
-        return "[" + ",".join(go_json(v) for v in value) + "]"
-    raise ApplyError(f"json: unsupported type: {type(value).__name__}")
+    """`value` encoded as Go's json.Marshal encodes a map[string]interface{} (api.gofmt), ApplyError where Go's
+    would fail (NaN, infinities)."""
+    try:
+        return gofmt.go_json(value)
+    except ValueError as e:
+        raise ApplyError(str(e)) from None
 
 
 # -- the last-applied configuration ------------------------------------------------------------------------

@@ -20,9 +20,10 @@ import copy
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..api.gofmt import go_float
 from ..api.patch import PatchError
 from ..api.schema import Node
-from .last_applied import ApplyError, _go_float, go_json
+from .last_applied import ApplyError, go_json
 
 # -- strategic merge: the three-way patch ------------------------------------------------------------------
 
@@ -62,7 +63,7 @@ def _fmt(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, float):
-        return _go_float(v)
+        return go_float(v)
     if isinstance(v, dict | list):
         return go_json(v)
     return str(v)

@@ -16,8 +16,9 @@ import logging
 from typing import Any
 
 from ..api import errors, meta
-from ..api.resources import Resource
+from ..api.resources import TABLE, Resource
 from ..client.cache import SharedInformerFactory
+from ..client.discovery import DiscoveryClient
 from ..client.rest import RESTClient
 from ..client.workqueue import RateLimitingQueue, ShutDown
 from .garbagecollector.garbagecollector import deletable_resources
@@ -46,6 +47,7 @@ class NamespaceController:
         self.workers = workers
         self.queue: RateLimitingQueue[str] = RateLimitingQueue(name="namespace")
         self.resources = [r for r in deletable_resources() if r.namespaced]
+        self.discovery = DiscoveryClient(client)
         self.informer = factory.informer_for("namespaces")
         self.informer.add_event_handler(
             on_add=lambda ns, _initial: self._enqueue(ns),
@@ -139,11 +141,31 @@ class NamespaceController:
                     for f in item["metadata"].get("finalizers") or ():
                         finalized[f] = finalized.get(f, 0) + 1
 
-        results = await asyncio.gather(*(one(r) for r in self.resources), return_exceptions=True)
-        for r, res in zip(self.resources, results, strict=True):
+        resources = self.resources + await self._custom_resources()
+        results = await asyncio.gather(*(one(r) for r in resources), return_exceptions=True)
+        for r, res in zip(resources, results, strict=True):
             if isinstance(res, BaseException):
                 failures.append(f"{r.qualified_name}: {res}")
         return remaining, finalized, failures
+
+    async def _custom_resources(self) -> list[Resource]:
+        """The namespaced resources the server serves beyond the built-in ones (what CRDs define), asked anew
+        for every namespace as upstream's controller does: a CRD may have come since the last one. Each
+        group's preferred version only."""
+        self.discovery.invalidate()
+        try:
+            groups = await self.discovery.server_groups_and_resources()
+        except (errors.StatusError, ConnectionError) as err:
+            log.info("namespace controller: discovery failed (%s); built-in resources only this time", err)
+            return []
+        builtin = {r.group for r in TABLE.resources}
+        out: list[Resource] = []
+        for g in groups:
+            if g.name in builtin or g.name == "metrics.k8s.io":
+                continue
+            resources = g.resources.get(g.preferred_version) or []
+            out += [r for r in resources if r.namespaced and {"list", "delete"} <= set(r.verbs)]
+        return out
 
     async def _set_conditions(
         self, ns: dict[str, Any], remaining: dict[str, int], finalized: dict[str, int], failures: list[str]

@@ -32,4 +32,5 @@ def strategy_for(resource: Resource) -> Strategy:
 
 
 # The group modules register their strategies on import.
+from ...apiextensions import crd_strategy  # noqa: E402, F401 -- CustomResourceDefinitions' strategy
 from . import apps, autoscaling, batch, core, networking, policy, rbac, scheduling, storage_classes  # noqa: E402, F401

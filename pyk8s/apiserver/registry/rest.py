@@ -170,19 +170,24 @@ class RESTStore:
         if not ctx.field_manager:
             return
         if old is None:
-            node = schema.kind_node(self.resource.group, self.resource.version, self.resource.kind)
+            node = self.schema_node()
             managed_fields.record_create(
                 new, node, ctx.field_manager, self.resource.api_version, self.zero_value(), subresource
             )
             return
         self.field_manager(subresource).update(old, new, ctx.field_manager)
 
+    def schema_node(self) -> schema.Node | None:
+        """The stored kind's schema, which managedFields are recorded by."""
+        r = self.resource
+        return schema.kind_node(r.group, r.version, r.kind)
+
     def field_manager(self, subresource: str) -> FieldManager:
         """The field manager of writes through the main resource (`""`) or a subresource, in storage version."""
         manager = self._field_managers.get(subresource)
         if manager is None:
             r = self.resource
-            node = schema.kind_node(r.group, r.version, r.kind)
+            node = self.schema_node()
             top_level = list((node.schema.get("properties") or {}) if node is not None else ())
             reset = self.strategy.reset_fields(subresource, top_level)
             manager = FieldManager(node, r.api_version, r.kind, subresource, self.zero_value(), reset)

@@ -84,6 +84,15 @@ class SharedInformerFactory:
             if key not in self._tasks:
                 self._tasks[key] = generic.informer.start()
 
+    def stop_resource(self, resource: ResourceLike) -> None:
+        """Stop and forget the informers of one resource (one a CustomResourceDefinition no longer defines)."""
+        r = as_resource(resource)
+        for key in [k for k in self._informers if k[:3] == (r.group, r.version, r.plural)]:
+            task = self._tasks.pop(key, None)
+            if task is not None:
+                task.cancel()
+            del self._informers[key]
+
     async def wait_for_cache_sync(self, timeout: float | None = None) -> dict[str, bool]:
         """Wait for each started informer's first list; answers {resource: synced}."""
         started = [(key, self._informers[key].informer) for key in self._tasks]

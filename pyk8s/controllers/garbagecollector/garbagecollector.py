@@ -27,6 +27,7 @@ from typing import Any
 from ...api import errors
 from ...api.resources import TABLE, Resource
 from ...client.cache import SharedInformerFactory
+from ...client.discovery import DiscoveryClient
 from ...client.rest import RESTClient
 from ...client.workqueue import RateLimitingQueue, ShutDown
 from .graph import FINALIZER_FOREGROUND, FINALIZER_ORPHAN, GraphBuilder, Node, ObjectReference
@@ -34,6 +35,15 @@ from .graph import FINALIZER_FOREGROUND, FINALIZER_ORPHAN, GraphBuilder, Node, O
 log = logging.getLogger(__name__)
 
 ABSENT_OWNER_CACHE_SIZE = 500
+# How often discovery is asked what custom resources exist (upstream: the controller manager's GC sync period,
+# 30 s); a reference to an unknown kind asks at once, but not more often than MIN_RESYNC_SECONDS.
+RESYNC_SECONDS = 30.0
+MIN_RESYNC_SECONDS = 1.0
+
+
+class UnknownKind(LookupError):
+    """A reference to a kind the collector cannot map to a resource (yet: a CRD may define it since the last
+    discovery): tried again later, as upstream retries REST-mapping errors."""
 
 
 class NamespacedOwnerOfClusterScopedObject(LookupError):
@@ -56,8 +66,15 @@ class GarbageCollector:
     ) -> None:
         self.client = client
         self.workers = workers
+        self.factory = factory
         self.graph = GraphBuilder(factory, resources if resources is not None else deletable_resources())
         self._absent: OrderedDict[tuple[str, str, str, str, str], None] = OrderedDict()
+        # What CRDs define, from discovery: every served version by (apiVersion, kind); the preferred ones
+        # are monitored. Only when the collector was given no fixed list of resources.
+        self.discover = resources is None
+        self.custom: dict[tuple[str, str], Resource] = {}
+        self._discovery = DiscoveryClient(client)
+        self._resync_now = asyncio.Event()
 
     async def run(self) -> None:
         """Wait for the informers' first lists, then work both queues until cancelled."""
@@ -75,6 +92,8 @@ class GarbageCollector:
             asyncio.create_task(self._worker(self.graph.attempt_to_orphan, self.attempt_to_orphan))
             for _ in range(max(1, self.workers // 4))
         ]
+        if self.discover:
+            tasks.append(asyncio.create_task(self._resync_monitors()))
         try:
             await asyncio.gather(*tasks)
         finally:
@@ -105,15 +124,61 @@ class GarbageCollector:
 
     # -- looking things up --------------------------------------------------------------------------------
 
-    @staticmethod
-    def _resource_of(ref: ObjectReference) -> Resource | None:
-        return TABLE.for_api_version(ref.api_version, ref.kind)
+    def _resource_of(self, ref: ObjectReference) -> Resource | None:
+        r = TABLE.for_api_version(ref.api_version, ref.kind)
+        if r is None:
+            r = self.custom.get((ref.api_version, ref.kind))
+            if r is None and self.discover:
+                self._resync_now.set()  # a kind defined since the last look, perhaps
+        return r
+
+    # -- custom resources ---------------------------------------------------------------------------------
+
+    async def _resync_monitors(self) -> None:
+        while True:
+            try:
+                await self.sync_monitors()
+            except (errors.StatusError, ConnectionError) as err:
+                log.info("garbage collector: discovery failed (%s); will retry", err)
+            except Exception:
+                log.exception("garbage collector: syncing monitors failed")
+            await asyncio.sleep(MIN_RESYNC_SECONDS)
+            try:
+                await asyncio.wait_for(self._resync_now.wait(), RESYNC_SECONDS)
+            except TimeoutError:
+                pass
+            self._resync_now.clear()
+
+    async def sync_monitors(self) -> None:
+        """Monitor the resources CRDs define now, as upstream's GarbageCollector.Sync does from discovery."""
+        self._discovery.invalidate()
+        groups = await self._discovery.server_groups_and_resources()
+        builtin = {r.group for r in TABLE.resources}
+        custom: dict[tuple[str, str], Resource] = {}
+        monitored: list[Resource] = []
+        for g in groups:
+            if g.name in builtin or g.name == "metrics.k8s.io":
+                continue
+            for version, resources in g.resources.items():
+                for r in resources:
+                    if "/" in r.plural or not {"list", "watch", "delete"} <= set(r.verbs):
+                        continue
+                    custom[(r.api_version, r.kind)] = r
+                    if version == g.preferred_version:
+                        monitored.append(r)
+        self.custom = custom
+        added, removed = self.graph.sync_monitors(monitored)
+        for r in removed:
+            self.factory.stop_resource(r)
+        if added:
+            self.factory.start()
+            log.info("garbage collector: now monitoring %s", ", ".join(r.qualified_name for r in added))
 
     async def _get_live(self, ref: ObjectReference) -> dict[str, Any] | None:
         """The object now, or None when it is absent or its uid differs (a new object under an old name)."""
         r = self._resource_of(ref)
         if r is None:
-            raise LookupError(f"cannot map {ref.kind}.{ref.api_version} to a resource")
+            raise UnknownKind(f"cannot map {ref.kind}.{ref.api_version} to a resource")
         if r.namespaced and not ref.namespace:
             raise LookupError(f"{ref}: a namespaced kind without a namespace")
         try:
@@ -131,7 +196,7 @@ class GarbageCollector:
         )
         r = self._resource_of(owner_ref)
         if r is None:
-            raise LookupError(f"cannot map owner {owner_ref.kind}.{owner_ref.api_version} of {item.identity}")
+            raise UnknownKind(f"cannot map owner {owner_ref.kind}.{owner_ref.api_version} of {item.identity}")
         if r.namespaced and not item.identity.namespace:
             raise NamespacedOwnerOfClusterScopedObject(
                 f"{item.identity} is cluster-scoped but names a namespaced owner {owner_ref}"
@@ -164,6 +229,9 @@ class GarbageCollector:
             return False
         try:
             latest = await self._get_live(node.identity)
+        except UnknownKind as err:
+            log.info("garbage collector: %s; will retry", err)
+            return True
         except LookupError as err:
             log.info("garbage collector: %s", err)
             return False
@@ -188,6 +256,9 @@ class GarbageCollector:
             except NamespacedOwnerOfClusterScopedObject as err:
                 log.warning("garbage collector: %s; leaving it alone", err)
                 return False
+            except UnknownKind as err:
+                log.info("garbage collector: %s; will retry", err)
+                return True
             except LookupError as err:
                 log.info("garbage collector: %s", err)
                 solid.append(ref)  # an owner we cannot look up is never assumed gone

@@ -88,15 +88,38 @@ class GraphBuilder:
         self.attempt_to_orphan: RateLimitingQueue[str] = RateLimitingQueue(name="garbage_collector_attempt_to_orphan")
         self.informers = []
         self.registrations = []
+        self._monitors: dict[Resource, tuple[Any, Any]] = {}  # resource -> (informer, registration)
         for r in self.resources:
-            informer = factory.informer_for(r)
-            reg = informer.add_event_handler(
-                on_add=lambda obj, _initial, r=r: self._observe(r, obj),
-                on_update=lambda _old, new, r=r: self._observe(r, new),
-                on_delete=lambda obj, r=r: self._forget(r, obj),
-            )
-            self.informers.append(informer)
-            self.registrations.append(reg)
+            self._monitor(r)
+
+    def _monitor(self, r: Resource) -> Any:
+        informer = self.factory.informer_for(r)
+        reg = informer.add_event_handler(
+            on_add=lambda obj, _initial, r=r: self._observe(r, obj),
+            on_update=lambda _old, new, r=r: self._observe(r, new),
+            on_delete=lambda obj, r=r: self._forget(r, obj),
+        )
+        self.informers.append(informer)
+        self.registrations.append(reg)
+        self._monitors[r] = (informer, reg)
+        return informer
+
+    def sync_monitors(self, resources: Iterable[Resource]) -> tuple[list[Resource], list[Resource]]:
+        """Monitor exactly `resources` beyond the ones given at start (upstream: GraphBuilder.syncMonitors,
+        as discovery finds resources come and go): returns (added, removed). The factory must be started
+        again for the added ones."""
+        wanted = {r for r in resources if (r.group, r.plural) not in self.IGNORED}
+        fixed = set(self.resources)
+        added = [r for r in wanted if r not in self._monitors]
+        removed = [r for r in self._monitors if r not in fixed and r not in wanted]
+        for r in added:
+            self._monitor(r)
+        for r in removed:
+            informer, reg = self._monitors.pop(r)
+            informer.remove_event_handler(reg)
+            self.informers.remove(informer)
+            self.registrations.remove(reg)
+        return added, removed
 
     def has_synced(self) -> bool:
         """True once every informer's first list has been through this builder's handlers."""

@@ -1,0 +1,1 @@
+"""The CRD server: CustomResourceDefinitions and the custom resources they define (upstream: apiextensions-apiserver)."""
