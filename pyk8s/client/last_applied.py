@@ -29,6 +29,7 @@ class ApplyError(Exception):
 
 # -- Go's encoding/json, for the annotation ----------------------------------------------------------------
 
+
 def go_json(value: Any) -> str:
     """`value` encoded as Go's json.Marshal encodes a map[string]interface{} (api.gofmt), ApplyError where Go's
     would fail (NaN, infinities)."""
