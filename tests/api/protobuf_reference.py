@@ -24,13 +24,15 @@ _TYPES = {
     "bool": descriptor_pb2.FieldDescriptorProto.TYPE_BOOL,
     "int32": descriptor_pb2.FieldDescriptorProto.TYPE_INT32,
     "int64": descriptor_pb2.FieldDescriptorProto.TYPE_INT64,
+    "double": descriptor_pb2.FieldDescriptorProto.TYPE_DOUBLE,
 }
 _LABEL = descriptor_pb2.FieldDescriptorProto
 
 
 def proto_name(name: str) -> str:
-    """`io.k8s.api.core.v1.Pod` -> `k8s.io.api.core.v1.Pod` (the name in generated.proto)."""
-    return "k8s.io." + name[len("io.k8s.") :] if name.startswith("io.k8s.") else name
+    """`io.k8s.api.core.v1.Pod` -> `k8s.io.api.core.v1.Pod` (the name in generated.proto, whose package names
+    spell Go's `apiextensions-apiserver` as `apiextensions_apiserver`)."""
+    return "k8s.io." + name[len("io.k8s.") :].replace("-", "_") if name.startswith("io.k8s.") else name
 
 
 def _set_type(f: descriptor_pb2.FieldDescriptorProto, typ: str) -> str | None:

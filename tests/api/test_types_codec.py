@@ -25,6 +25,9 @@ from pyk8s.api.types.codec import (
     Map,
     Pointer,
     Quantity,
+    SchemaOrArray,
+    SchemaOrBool,
+    SchemaOrStringArray,
     Slice,
     String,
     Struct,
@@ -46,7 +49,13 @@ def test_every_served_kind_has_a_type() -> None:
 
     for r in TABLE.resources:  # stored or only served (bindings, events.k8s.io, autoscaling/v1)
         assert codec_for(r.group, r.version, r.kind) is not None, (r.group_version, r.kind)
-    assert type_decl.table()["source"] == {"k8s.io/api": "v0.32.0", "k8s.io/apimachinery": "v0.32.0"}
+    assert type_decl.table()["source"] == {
+        "k8s.io/api": "v0.32.0", "k8s.io/apimachinery": "v0.32.0",
+        "k8s.io/apiextensions-apiserver": "v0.32.4", "k8s.io/kube-aggregator": "v0.32.4",
+    }  # fmt: skip
+    assert type_decl.kind_type("apiregistration.k8s.io", "v1", "APIService") == (
+        "io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIService"
+    )
 
 
 @pytest.mark.parametrize(
@@ -213,6 +222,156 @@ def test_go_time_parse_errors_are_gos(value: str, layout: str, message: str) -> 
     assert str(err.value) == message
 
 
+# -- apiextensions.k8s.io/v1 and apiregistration.k8s.io/v1 -------------------------------------------------
+
+_SCHEMA_PATH = "JSONSchemaProps.spec.versions.schema.openAPIV3Schema"
+
+
+def crd(schema: dict) -> dict:
+    """A CustomResourceDefinition with one version whose schema is `schema`."""
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                     "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+                     "versions": [{"name": "v1", "served": True, "storage": True,
+                                   "schema": {"openAPIV3Schema": schema}}]}}  # fmt: skip
+
+
+def crd_schema(schema: dict, unknown: list | None = None) -> dict:
+    out = decode("apiextensions.k8s.io", "v1", "CustomResourceDefinition", crd(schema), unknown)
+    return out["spec"]["versions"][0]["schema"]["openAPIV3Schema"]  # type: ignore[no-any-return]
+
+
+def test_a_crd_is_stored_in_gos_form() -> None:
+    out = decode("apiextensions.k8s.io", "v1", "CustomResourceDefinition", crd({"type": "object"}))
+    # status and its acceptedNames are structs, conditions and storedVersions have no omitempty
+    assert out["status"] == {"conditions": None, "acceptedNames": {"plural": "", "kind": ""}, "storedVersions": None}
+    assert out["spec"]["versions"][0] == {"name": "v1", "served": True, "storage": True,
+                                          "schema": {"openAPIV3Schema": {"type": "object"}}}  # fmt: skip
+
+
+def test_an_unknown_schema_keyword_is_an_unknown_field() -> None:
+    unknown: list = []
+    schema = crd_schema({"type": "object", "properties": {"x": {"type": "string", "minLenght": 1}},
+                         "additionalProperties": {"type": "string", "bogus": 1},
+                         "items": {"type": "string", "propertyNames": {"pattern": "foo"}}}, unknown)  # fmt: skip
+    # JSONSchemaProps is a struct like any other: an unknown keyword under `properties` is reported...
+    assert unknown_paths(unknown) == ["spec.versions[0].schema.openAPIV3Schema.properties.x.minLenght"]
+    # ... but the JSONSchemaPropsOr* types read their content with a json.Unmarshal of their own, which reports
+    # nothing: under `items` and `additionalProperties` an unknown keyword is dropped silently (as a real
+    # cluster does even under fieldValidation=Strict: kubernetes/kubernetes#128033).
+    assert schema == {"type": "object", "properties": {"x": {"type": "string"}},
+                      "additionalProperties": {"type": "string"}, "items": {"type": "string"}}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "value, stored",
+    [
+        (False, False),
+        (True, True),
+        ({"type": "integer", "minimum": 1.0}, {"type": "integer", "minimum": 1}),  # a float64 holding an integer
+        ({}, {}),
+        (None, "absent"),  # a nil pointer, left out
+    ],
+)
+def test_additional_properties_is_a_bool_or_a_schema(value: object, stored: object) -> None:
+    schema = crd_schema({"type": "object", "additionalProperties": value})
+    assert schema.get("additionalProperties", "absent") == stored
+
+
+@pytest.mark.parametrize("value", ["true", 1, [], [{"type": "string"}]])
+def test_additional_properties_of_another_shape_is_upstreams_error(value: object) -> None:
+    with pytest.raises(DecodeError) as err:
+        crd_schema({"type": "object", "additionalProperties": value})
+    assert str(err.value) == "boolean or JSON schema expected"
+
+
+@pytest.mark.parametrize(
+    "value, stored",
+    [
+        ({"type": "string"}, {"type": "string"}),
+        ([{"type": "string"}, None, {"type": "integer"}], [{"type": "string"}, {}, {"type": "integer"}]),
+        ([], "absent"),  # an empty list is written as null by MarshalJSON: no items
+        ("string", "absent"),  # neither a schema nor a list: read as no value, without an error
+        (7, "absent"),
+    ],
+)
+def test_items_is_a_schema_or_a_list_of_schemas(value: object, stored: object) -> None:
+    schema = crd_schema({"type": "array", "items": value})
+    assert schema.get("items", "absent") == stored
+
+
+@pytest.mark.parametrize(
+    "schema, message",
+    [
+        # a mismatch inside a JSONSchemaPropsOr* value carries the context of the field that holds it, not its own
+        ({"items": {"type": 5}}, f"json: cannot unmarshal number into Go struct field {_SCHEMA_PATH}.items "
+                                 "of type string"),
+        ({"items": [5]}, f"json: cannot unmarshal number into Go struct field {_SCHEMA_PATH}.items "
+                         "of type v1.JSONSchemaProps"),
+        ({"properties": {"a": {"additionalProperties": {"properties": {"b": {"maxLength": "3"}}}}}},
+         f"json: cannot unmarshal string into Go struct field {_SCHEMA_PATH}.properties.additionalProperties "
+         "of type int64"),
+        ({"dependencies": {"a": ["b", 1]}}, f"json: cannot unmarshal number into Go struct field "
+                                            f"{_SCHEMA_PATH}.dependencies of type string"),
+        ({"x-kubernetes-int-or-string": "true"}, f"json: cannot unmarshal string into Go struct field "
+                                                 f"{_SCHEMA_PATH}.x-kubernetes-int-or-string of type bool"),
+        ({"maximum": "5"}, f"json: cannot unmarshal string into Go struct field {_SCHEMA_PATH}.maximum "
+                           "of type float64"),
+        ({"properties": {"a": {"required": "x"}}}, f"json: cannot unmarshal string into Go struct field "
+                                                    f"{_SCHEMA_PATH}.properties.required of type []string"),
+        ({"properties": []}, f"json: cannot unmarshal array into Go struct field {_SCHEMA_PATH}.properties "
+                             "of type map[string]v1.JSONSchemaProps"),
+    ],
+)  # fmt: skip
+def test_schema_type_mismatches_are_upstreams_decode_errors(schema: dict, message: str) -> None:
+    with pytest.raises(DecodeError) as err:
+        crd_schema(schema)
+    assert str(err.value) == message
+
+
+def test_int_or_string_default_enum_and_dependencies_keep_their_json() -> None:
+    schema = crd_schema({
+        "type": "object",
+        "properties": {
+            "port": {"x-kubernetes-int-or-string": True, "anyOf": [{"type": "integer"}, {"type": "string"}],
+                     "default": 8080},
+            "off": {"type": "string", "x-kubernetes-int-or-string": False},  # the zero value, omitempty
+            "config": {"type": "object", "x-kubernetes-preserve-unknown-fields": True,
+                       "default": {"a": [1, None, {"b": True}], "c": 1.5, "d": "e"}},
+            "mode": {"type": "string", "enum": ["a", None, 1, {"x": []}], "default": "a", "example": None},
+            "n": {"type": "number", "maximum": 2.5, "minimum": -1.0, "multipleOf": 10**20},
+        },
+        "dependencies": {"a": ["b", None], "c": {"required": ["d"]}, "e": None, "f": []},
+    })  # fmt: skip
+    props = schema["properties"]
+    assert props["port"] == {"x-kubernetes-int-or-string": True, "anyOf": [{"type": "integer"}, {"type": "string"}],
+                             "default": 8080}  # fmt: skip
+    assert props["off"] == {"type": "string"}
+    assert props["config"]["default"] == {"a": [1, None, {"b": True}], "c": 1.5, "d": "e"}  # any JSON, as sent
+    assert props["mode"] == {"type": "string", "enum": ["a", None, 1, {"x": []}], "default": "a"}  # null: nil
+    assert props["n"] == {"type": "number", "maximum": 2.5, "minimum": -1, "multipleOf": 1e20}  # float64s
+    # a list of property names or a schema; anything else, and an empty list, is written as null
+    assert schema["dependencies"] == {"a": ["b", ""], "c": {"required": ["d"]}, "e": None, "f": None}
+
+
+def test_an_api_service_is_stored_in_gos_form() -> None:
+    out = decode("apiregistration.k8s.io", "v1", "APIService", {
+        "metadata": {"name": "v1beta1.metrics.k8s.io"},
+        "spec": {"service": {"namespace": "kube-system", "name": "metrics-server", "port": 443},
+                 "group": "metrics.k8s.io", "version": "v1beta1", "insecureSkipTLSVerify": True},
+    })  # fmt: skip
+    assert out["spec"] == {"service": {"namespace": "kube-system", "name": "metrics-server", "port": 443},
+                           "group": "metrics.k8s.io", "version": "v1beta1", "insecureSkipTLSVerify": True,
+                           "groupPriorityMinimum": 0, "versionPriority": 0}  # fmt: skip
+    assert out["status"] == {}
+    with pytest.raises(DecodeError) as err:
+        decode("apiregistration.k8s.io", "v1", "APIService", {"spec": {"versionPriority": "1"}})
+    assert str(err.value) == (
+        "json: cannot unmarshal string into Go struct field APIServiceSpec.spec.versionPriority of type int32"
+    )
+
+
 # -- properties --------------------------------------------------------------------------------------------
 
 _JSON_LEAF = st.one_of(st.none(), st.booleans(), st.integers(-(2**40), 2**40), st.text(max_size=8))
@@ -251,6 +410,11 @@ def values_of(dec: Decoder, depth: int = 0) -> st.SearchStrategy:
         return _ANY_JSON
     if depth > 6:
         return st.none()
+    if isinstance(dec, SchemaOrBool):
+        return st.one_of(st.booleans(), values_of(dec.schema, depth + 1))
+    if isinstance(dec, SchemaOrArray | SchemaOrStringArray):
+        other = dec.schemas if isinstance(dec, SchemaOrArray) else dec.strings
+        return st.one_of(values_of(dec.schema, depth + 1), values_of(other, depth + 1), _JSON_LEAF)
     if isinstance(dec, Slice):
         return st.one_of(st.none(), st.lists(values_of(dec.elem, depth + 1), max_size=2))
     if isinstance(dec, Map):
@@ -264,7 +428,9 @@ def values_of(dec: Decoder, depth: int = 0) -> st.SearchStrategy:
 
 KINDS_UNDER_TEST = [("", "v1", "Pod"), ("apps", "v1", "Deployment"), ("", "v1", "Service"), ("batch", "v1", "CronJob"),
                     ("", "v1", "Node"), ("", "v1", "Event"), ("autoscaling", "v2", "HorizontalPodAutoscaler"),
-                    ("rbac.authorization.k8s.io", "v1", "ClusterRole"), ("", "v1", "Secret")]  # fmt: skip
+                    ("rbac.authorization.k8s.io", "v1", "ClusterRole"), ("", "v1", "Secret"),
+                    ("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
+                    ("apiregistration.k8s.io", "v1", "APIService")]  # fmt: skip
 
 
 @pytest.mark.parametrize("gvk", KINDS_UNDER_TEST, ids=[k for _, _, k in KINDS_UNDER_TEST])

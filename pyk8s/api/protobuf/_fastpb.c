@@ -7,12 +7,14 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
 enum Kind {
     K_STRING = 1, K_BYTES = 2, K_BOOL = 3, K_INT = 4, K_MESSAGE = 5, K_TIME = 6, K_MICRO_TIME = 7,
-    K_DURATION = 8, K_QUANTITY = 9, K_INT_OR_STRING = 10, K_RAW = 11, K_STRING_LIST = 12
+    K_DURATION = 8, K_QUANTITY = 9, K_INT_OR_STRING = 10, K_RAW = 11, K_STRING_LIST = 12, K_DOUBLE = 13,
+    K_UNION = 14
 };
 
 #define MAX_DEPTH 100
@@ -59,6 +61,7 @@ typedef struct {
     int lenhint; /* bytes the length of this message took last time: reserved before its content next time */
     int keyhint; /* keys the last dict decoded from this message had: the next one is made that size */
     int unordered; /* objects of this message still to be sorted before trying to write one in order again */
+    int u_obj, u_list, u_flag; /* as a K_UNION's message: its object, list and bool fields (-1: none) */
 } Msg;
 
 static int field_by_text(const Msg *m, PyObject *k) {
@@ -399,6 +402,8 @@ static int put_bytes_object(Buf *b, const unsigned char *tag, int taglen, PyObje
     return put_bytes_field(b, tag, taglen, PyBytes_AS_STRING(bytes), PyBytes_GET_SIZE(bytes));
 }
 
+static int encode_union(Buf *b, const Field *f, PyObject *v, int depth);
+
 static int encode_value(Buf *b, const Field *f, PyObject *v, int depth) {
     Py_ssize_t at;
     switch (f->kind) {
@@ -505,9 +510,52 @@ static int encode_value(Buf *b, const Field *f, PyObject *v, int depth) {
             if (put_string_value(b, TAG1_LEN, 1, PyList_GET_ITEM(v, i)) < 0) return -1;
         return close_len(b, at);
     }
+    case K_DOUBLE: {
+        double d = PyFloat_AsDouble(v);
+        if (d == -1.0 && PyErr_Occurred()) return -1;
+        uint64_t bits;
+        memcpy(&bits, &d, 8);
+        if (put_tag(b, f) < 0 || grow(b, 8) < 0) return -1;
+        for (int i = 0; i < 8; i++) b->p[b->len++] = (unsigned char)(bits >> (8 * i)); /* little-endian */
+        return 0;
+    }
+    case K_UNION:
+        return encode_union(b, f, v, depth);
     }
     PyErr_SetString(PyExc_SystemError, "unknown field kind");
     return -1;
+}
+
+/* A JSONSchemaPropsOr* value in the field of its message that takes its shape: an object (beside a true bool, where
+ * the message has one), a list, or a bool. */
+static int encode_union(Buf *b, const Field *f, PyObject *v, int depth) {
+    Msg *u = &msgs[f->msg];
+    const Field *obj = u->u_obj >= 0 ? &u->fields[u->u_obj] : NULL;
+    const Field *list = u->u_list >= 0 ? &u->fields[u->u_list] : NULL;
+    const Field *flag = u->u_flag >= 0 ? &u->fields[u->u_flag] : NULL;
+    int r;
+    Py_ssize_t at;
+    if (!(PyDict_Check(v) && obj) && !(PyList_Check(v) && list) && !(PyBool_Check(v) && flag)) {
+        PyErr_Format(h_error, "field %s: a value of a shape the field does not take", field_name(f));
+        return -1;
+    }
+    if (put_tag(b, f) < 0 || (at = open_msg(b, u, &r)) < 0) return -1;
+    if (PyDict_Check(v)) {
+        if (flag) { /* a schema allows what it describes (fields are written in number order: allows first) */
+            if (put_tag(b, flag) < 0 || grow(b, 1) < 0) return -1;
+            b->p[b->len++] = 1;
+        }
+        if (encode_value(b, obj, v, depth + 1) < 0) return -1;
+    } else if (PyList_Check(v)) {
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(v); i++) {
+            PyObject *item = PyList_GET_ITEM(v, i);
+            if (item != Py_None && encode_value(b, list, item, depth + 1) < 0) return -1;
+        }
+    } else {
+        if (put_tag(b, flag) < 0 || grow(b, 1) < 0) return -1;
+        b->p[b->len++] = v == Py_True;
+    }
+    return close_msg(b, at, r, u);
 }
 
 static int encode_map(Buf *b, const Field *f, PyObject *v, int depth) {
@@ -590,7 +638,12 @@ static int encode_field(Buf *b, const Field *f, PyObject *obj, PyObject *v, int 
         }
         for (Py_ssize_t j = 0; j < PyList_GET_SIZE(v); j++) {
             PyObject *item = PyList_GET_ITEM(v, j);
-            if (item != Py_None && encode_value(b, f, item, depth) < 0) return -1;
+            if (item != Py_None) {
+                if (encode_value(b, f, item, depth) < 0) return -1;
+            } else if (f->kind == K_RAW) { /* a null among JSON values (a schema's enum): a message with no raw */
+                if (put_tag(b, f) < 0 || grow(b, 1) < 0) return -1;
+                b->p[b->len++] = 0;
+            }
         }
         return 0;
     }
@@ -793,13 +846,25 @@ static int skip_field(Reader *r, int wire) {
     return 0;
 }
 
-/* The next field: its number and wire type, and for length-delimited ones the content's extent. */
+/* The next field: its number and wire type, its value for varints and 64-bit ones, and for length-delimited ones
+ * the content's extent. */
 static int next_field(Reader *r, uint32_t *number, int *wire, uint64_t *v, Reader *sub) {
     uint64_t key;
     if (read_varint(r, &key) < 0) return -1;
     *number = (uint32_t)(key >> 3);
     *wire = (int)(key & 7);
     if (*wire == 0) return read_varint(r, v);
+    if (*wire == 1) { /* 64 bits, little-endian */
+        if (r->end - r->p < 8) {
+            PyErr_SetString(h_error, "unexpected EOF");
+            return -1;
+        }
+        uint64_t x = 0;
+        for (int i = 7; i >= 0; i--) x = x << 8 | r->p[i];
+        *v = x;
+        r->p += 8;
+        return 0;
+    }
     if (*wire == 2) {
         uint64_t n;
         if (read_varint(r, &n) < 0) return -1;
@@ -813,6 +878,11 @@ static int next_field(Reader *r, uint32_t *number, int *wire, uint64_t *v, Reade
         return 0;
     }
     return skip_field(r, *wire);
+}
+
+/* A wire type the codec does not read (32-bit), or 64 bits where the field is not a double: skipped. */
+static inline int skipped(const Field *f, int wire) {
+    return !(wire == 0 || wire == 2 || (wire == 1 && f->kind == K_DOUBLE));
 }
 
 static inline int64_t signed_of(uint64_t v, int int32) { return int32 ? (int64_t)(int32_t)(uint32_t)v : (int64_t)v; }
@@ -892,12 +962,65 @@ static int read_small(Reader *s, Small *m) {
     return 0;
 }
 
+static PyObject *decode_value(const Field *f, int wire, uint64_t v, Reader *s, int depth);
+
+/* A JSONSchemaPropsOr* message as its MarshalJSON writes it: a non-empty list, else the object, else the bool (or
+ * None, for the messages without one). */
+static PyObject *decode_union(const Field *f, Reader *s, int depth) {
+    const Msg *u = &msgs[f->msg];
+    PyObject *obj = NULL, *list = NULL, *res = NULL;
+    int flag = 0;
+    while (s->p < s->end) {
+        uint32_t n;
+        int w;
+        uint64_t x = 0;
+        Reader sub = {NULL, NULL};
+        if (next_field(s, &n, &w, &x, &sub) < 0) goto done;
+        if (n > u->maxnum || u->by_number[n] < 0) continue;
+        int j = u->by_number[n];
+        const Field *g = &u->fields[j];
+        if (skipped(g, w) || (j != u->u_obj && j != u->u_list && j != u->u_flag)) continue;
+        PyObject *item = decode_value(g, w, x, &sub, depth + 1);
+        if (!item) goto done;
+        if (j == u->u_list) {
+            if (!list && !(list = PyList_New(0))) {
+                Py_DECREF(item);
+                goto done;
+            }
+            int rc = PyList_Append(list, item);
+            Py_DECREF(item);
+            if (rc < 0) goto done;
+        } else if (j == u->u_obj) {
+            Py_XSETREF(obj, item);
+        } else {
+            flag = item == Py_True;
+            Py_DECREF(item);
+        }
+    }
+    if (list && PyList_GET_SIZE(list) > 0) res = Py_NewRef(list);
+    else if (obj) res = Py_NewRef(obj);
+    else if (u->u_flag >= 0) res = PyBool_FromLong(flag);
+    else res = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(obj);
+    Py_XDECREF(list);
+    return res;
+}
+
 static PyObject *decode_value(const Field *f, int wire, uint64_t v, Reader *s, int depth) {
     int kind = f->kind;
     if (kind == K_INT || kind == K_BOOL) {
         if (wire != 0) return wrong_wire(f, wire), NULL;
         if (kind == K_BOOL) return PyBool_FromLong(v != 0);
         return PyLong_FromLongLong(signed_of(v, f->int32));
+    }
+    if (kind == K_DOUBLE) {
+        if (wire != 1) return wrong_wire(f, wire), NULL;
+        double d;
+        memcpy(&d, &v, 8);
+        /* a float64 that holds an integer is that integer, as Go writes it (types.codec.go_float) */
+        if (isfinite(d) && d == floor(d) && fabs(d) <= 9007199254740992.0) return PyLong_FromDouble(d);
+        return PyFloat_FromDouble(d);
     }
     if (wire != 2) return wrong_wire(f, wire), NULL;
     switch (kind) {
@@ -961,6 +1084,8 @@ static PyObject *decode_value(const Field *f, int wire, uint64_t v, Reader *s, i
         Py_DECREF(raw);
         return res;
     }
+    case K_UNION:
+        return decode_union(f, s, depth);
     case K_STRING_LIST: {
         PyObject *list = PyList_New(0);
         if (!list) return NULL;
@@ -1036,8 +1161,9 @@ static int decode_message(const Msg *m, Reader *r, PyObject *out, int depth) {
         uint64_t v = 0;
         Reader sub = {NULL, NULL};
         if (next_field(r, &number, &wire, &v, &sub) < 0) return -1;
-        if (number > m->maxnum || m->by_number[number] < 0 || (wire != 0 && wire != 2)) continue;
+        if (number > m->maxnum || m->by_number[number] < 0) continue;
         const Field *f = &m->fields[m->by_number[number]];
+        if (skipped(f, wire)) continue;
         if (f != run_field) run_field = NULL; /* another field ends the run (and might have replaced the list) */
         if (!f->key) {
             if (wire != 2) return wrong_wire(f, wire);
@@ -1188,7 +1314,7 @@ static int load_field(Field *f, PyObject *spec) {
         }
         if (load_field(f->value, value) < 0) return -1;
     }
-    if ((f->kind == K_MESSAGE && !f->is_map) && (f->msg < 0)) {
+    if (((f->kind == K_MESSAGE && !f->is_map) || f->kind == K_UNION) && (f->msg < 0)) {
         PyErr_SetString(PyExc_ValueError, "a message field without a message");
         return -1;
     }
@@ -1231,6 +1357,14 @@ static PyObject *py_load(PyObject *self, PyObject *args) {
         if (!m->by_number) goto nomem;
         for (uint32_t k = 0; k <= maxnum; k++) m->by_number[k] = -1;
         for (int j = 0; j < m->nfields; j++) m->by_number[m->fields[j].number] = (int16_t)j;
+        /* the fields a K_UNION field's value goes to, by its shape (schema.union_parts chooses alike) */
+        m->u_obj = m->u_list = m->u_flag = -1;
+        for (int j = m->nfields - 1; j >= 0; j--) {
+            const Field *g = &m->fields[j];
+            if (g->kind == K_MESSAGE && !g->repeated && !g->is_map) m->u_obj = j;
+            if (g->repeated) m->u_list = j;
+            if (g->kind == K_BOOL && !g->repeated) m->u_flag = j;
+        }
         Py_hash_t size = 8;
         while (size < 2 * m->nfields + 2) size *= 2;
         m->mask = size - 1;

@@ -26,7 +26,9 @@ import orjson
 from .. import gotime
 from ..duration import format_go_duration, parse_go_duration
 from ..quantity import QuantityError, parse_quantity
+from ..types.codec import go_float
 from .schema import (
+    WIRE_FIXED64,
     WIRE_LEN,
     WIRE_VARINT,
     Field,
@@ -35,6 +37,7 @@ from .schema import (
     fast_spec,
     message,
     message_name_for,
+    union_parts,
     varint,
 )
 
@@ -118,8 +121,34 @@ def _encode_value(out: bytearray, f: Field, v: Any) -> None:
         for item in v:
             _len_field(inner, b"\x0a", item.encode())
         _len_field(out, f.tag, inner)
+    elif kind is Kind.DOUBLE:
+        out += f.tag
+        out += struct.pack("<d", v)
+    elif kind is Kind.UNION:
+        _len_field(out, f.tag, _encode_union(f, v))
     else:  # pragma: no cover - every Kind is handled above
         raise AssertionError(kind)
+
+
+def _encode_union(f: Field, v: Any) -> bytearray:
+    """A JSONSchemaPropsOr* value in the field of its shape, as Go writes what its UnmarshalJSON made of it (a
+    schema allows what it describes: JSONSchemaPropsOrBool writes `allows` true beside it)."""
+    assert f.message is not None
+    obj, items, flag = union_parts(f.message)
+    out = bytearray()
+    if isinstance(v, dict) and obj is not None:
+        if flag is not None:
+            out += flag.tag + b"\x01"
+        _encode_value(out, obj, v)
+    elif isinstance(v, list) and items is not None:
+        for item in v:
+            if item is not None:
+                _encode_value(out, items, item)
+    elif isinstance(v, bool) and flag is not None:
+        out += flag.tag + (b"\x01" if v else b"\x00")
+    else:
+        raise ProtobufError(f"field {f.key}: a value of a shape the field does not take")
+    return out
 
 
 def py_encode_message(msg: Message, obj: dict[str, Any]) -> bytearray:
@@ -146,6 +175,8 @@ def py_encode_message(msg: Message, obj: dict[str, Any]) -> bytearray:
             for item in v:
                 if item is not None:
                     _encode_value(out, f, item)
+                elif f.kind is Kind.RAW:  # a null among JSON values (a schema's enum): a message with no raw
+                    out += f.tag + b"\x00"
         else:
             _encode_value(out, f, v)
     return out
@@ -291,7 +322,8 @@ def _signed(n: int, int32: bool) -> int:
 
 
 def _fields(data: bytes | memoryview, pos: int = 0, end: int | None = None) -> Iterator[tuple[int, int, Any]]:
-    """(number, wire type, value) for each field: an int for varints, a memoryview for length-delimited ones."""
+    """(number, wire type, value) for each field: an int for varints and for 64-bit ones (their bytes read
+    little-endian), a memoryview for length-delimited ones, None for the rest."""
     end = len(data) if end is None else end
     while pos < end:
         key, pos = _read_varint(data, pos, end)
@@ -305,6 +337,11 @@ def _fields(data: bytes | memoryview, pos: int = 0, end: int | None = None) -> I
                 raise ProtobufError("unexpected EOF")
             yield number, wire, memoryview(data)[pos : pos + n]
             pos += n
+        elif wire == WIRE_FIXED64:
+            if pos + 8 > end:
+                raise ProtobufError("unexpected EOF")
+            yield number, wire, int.from_bytes(data[pos : pos + 8], "little")
+            pos += 8
         else:
             pos = _skip(data, pos, end, wire)
             yield number, wire, None
@@ -324,12 +361,21 @@ def _decode_timestamp(raw: memoryview) -> tuple[int, int]:
     return seconds, nanos
 
 
+def _skipped(f: Field, wire: int) -> bool:
+    """A 64-bit value where the field is not a double: skipped, as a wire type the codec never reads is."""
+    return wire == WIRE_FIXED64 and f.kind is not Kind.DOUBLE
+
+
 def _decode_value(f: Field, wire: int, v: Any) -> Any:
     kind = f.kind
     if kind is Kind.INT or kind is Kind.BOOL:
         if wire != WIRE_VARINT:
             raise ProtobufError(f"proto: wrong wireType = {wire} for field {f.key}")
         return bool(v) if kind is Kind.BOOL else _signed(v, f.int32)
+    if kind is Kind.DOUBLE:
+        if wire != WIRE_FIXED64:
+            raise ProtobufError(f"proto: wrong wireType = {wire} for field {f.key}")
+        return go_float(struct.unpack("<d", v.to_bytes(8, "little"))[0])
     if wire != WIRE_LEN:
         raise ProtobufError(f"proto: wrong wireType = {wire} for field {f.key}")
     if kind is Kind.STRING:
@@ -385,7 +431,35 @@ def _decode_value(f: Field, wire: int, v: Any) -> Any:
         return _raw_value(raw)
     if kind is Kind.STRING_LIST:
         return [_text(x) for number, w, x in _fields(v) if number == 1 and w == WIRE_LEN]
+    if kind is Kind.UNION:
+        return _decode_union(f, v)
     raise AssertionError(kind)  # pragma: no cover
+
+
+def _decode_union(f: Field, data: memoryview) -> Any:
+    """A JSONSchemaPropsOr* message as its MarshalJSON writes it: a non-empty list, else the object, else the bool
+    (or null, for the types without one)."""
+    assert f.message is not None
+    obj_field, items_field, flag_field = union_parts(f.message)
+    by_number = f.message.by_number
+    obj: Any = None
+    items: list[Any] = []
+    flag = False
+    for number, wire, x in _fields(data):
+        sub = by_number.get(number)
+        if sub is None or x is None or _skipped(sub, wire):
+            continue
+        if sub is items_field:
+            items.append(_decode_value(sub, wire, x))
+        elif sub is obj_field:
+            obj = _decode_value(sub, wire, x)
+        elif sub is flag_field:
+            flag = _decode_value(sub, wire, x)
+    if items:
+        return items
+    if obj is not None:
+        return obj
+    return flag if flag_field is not None else None
 
 
 def _raw_value(raw: bytes) -> Any:
@@ -405,7 +479,7 @@ def py_decode_message(msg: Message, data: bytes | memoryview, into: dict[str, An
     by_number = msg.by_number
     for number, wire, v in _fields(data):
         f = by_number.get(number)
-        if f is None or v is None:
+        if f is None or v is None or _skipped(f, wire):
             continue  # a field this version does not know: skipped, as Go's Unmarshal does
         if not f.key:
             assert f.message is not None

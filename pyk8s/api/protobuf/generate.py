@@ -1,16 +1,29 @@
 """Regenerate `v1_32.json`, the table of upstream's protobuf messages, from the `generated.proto` files of
-kubernetes/api and kubernetes/apimachinery.
+kubernetes/api and kubernetes/apimachinery, and of the API groups in their own repositories that
+`pyk8s.api.types.generate.EXTRA_PACKAGES` names (apiextensions.k8s.io/v1, apiregistration.k8s.io/v1).
 
 For every message: its fields as `[number, name, label, type]`, with `label` one of `optional`, `repeated` or
-`map`, and `type` a scalar (`string`, `bool`, `int32`, `int64`, `bytes`, …), a message's qualified name in the
-naming of the Go type table (`io.k8s.api.core.v1.Pod`), or for a map `[key type, value type]`. These are facts
+`map`, and `type` a scalar (`string`, `bool`, `int32`, `int64`, `double`, `bytes`, …), a message's qualified name
+in the naming of the Go type table, or for a map `[key type, value type]`. A message is named after its file's Go
+package (`option go_package`), as the Go type table names the Go type it is generated from: the proto package
+`k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1` is Go's `k8s.io/apiextensions-apiserver/...`, so its
+`JSONSchemaProps` is `io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps`. These are facts
 of the wire format; nothing else of the files is kept. `pyk8s.api.protobuf.schema` joins this table with the Go
 type table (`pyk8s/api/types/v1_32.json`) to learn each field's JSON name.
 
-Usage (a checkout of each repository, or its git directory with a tag)::
+Usage (the same options as `pyk8s.api.types.generate`: each source a checkout, or its git directory with a
+tag)::
 
     python -m pyk8s.api.protobuf.generate --api ~/src/kubernetes-api --apimachinery ~/src/apimachinery \
-        [--ref v0.32.0] [-o pyk8s/api/protobuf/v1_32.json]
+        --apiextensions ~/src/apiextensions-apiserver --aggregator ~/src/kube-aggregator \
+        [--ref v0.32.0] [--apiextensions-ref v0.32.4] [--aggregator-ref v0.32.4] [-o pyk8s/api/protobuf/v1_32.json]
+
+The table in this directory was made from the git mirrors with::
+
+    python -m pyk8s.api.protobuf.generate --ref v0.32.0 \
+        --api /work/.mirror/kubernetes+api/repo --apimachinery /work/.mirror/kubernetes+apimachinery/repo \
+        --apiextensions /work/.mirror/kubernetes+apiextensions-apiserver/repo --apiextensions-ref v0.32.4 \
+        --aggregator /work/.mirror/kubernetes+kube-aggregator/repo --aggregator-ref v0.32.4
 
 The files are proto2 as go-to-protobuf writes them: a package, imports, options, and flat messages of
 `optional`/`repeated`/`map<,>` fields with no options. The parser reads exactly that and fails loudly on
@@ -28,26 +41,35 @@ from typing import Any
 
 import orjson
 
-from ..types.generate import GoSource
+from ..types.generate import EXTRA_PACKAGES, GoSource, add_source_arguments, sources
 
 SCALARS = {
     "string", "bytes", "bool", "int32", "int64", "uint32", "uint64", "sint32", "sint64",
     "fixed32", "fixed64", "sfixed32", "sfixed64", "double", "float",
 }  # fmt: skip
+_GO_PACKAGE = re.compile(r'^option\s+go_package\s*=\s*"([^"]+)"\s*;', re.M)
 
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _TOKENS = re.compile(r'"[^"]*"|[A-Za-z_.][\w.]*|\d+|[{}<>;=,()\[\]]')
 
 
-def qualified(proto_name: str) -> str:
-    """`k8s.io.api.core.v1.Pod` -> `io.k8s.api.core.v1.Pod`, the Go type table's name for the same type."""
+def qualified(proto_name: str, go_packages: dict[str, str] | None = None) -> str:
+    """`k8s.io.api.core.v1.Pod` -> `io.k8s.api.core.v1.Pod`, the Go type table's name for the same type: the
+    proto package is replaced by the Go package it is generated from, when `go_packages` (proto package -> Go
+    import path) knows it."""
+    package, _, name = proto_name.rpartition(".")
+    go = (go_packages or {}).get(package)
+    if go is not None and go.startswith("k8s.io/"):
+        return "io.k8s." + go[len("k8s.io/") :].replace("/", ".") + "." + name
     if proto_name.startswith("k8s.io."):
         return "io.k8s." + proto_name[len("k8s.io.") :]
     return proto_name
 
 
-def proto_files(src: GoSource) -> list[str]:
-    """Every generated.proto of a repository, by path."""
+def proto_files(src: GoSource, dirs: tuple[str, ...] = ()) -> list[str]:
+    """Every generated.proto of a repository by path, or only those of the package directories `dirs`."""
+    if dirs:
+        return [f"{d}/generated.proto" for d in dirs]
     if src.git:
         out = subprocess.run(
             ["git", "--git-dir", str(src.path), "ls-tree", "-r", "--name-only", src.ref or "HEAD"],
@@ -121,21 +143,28 @@ def parse_proto(text: str, where: str) -> tuple[str, dict[str, list[list[Any]]]]
     return package, messages
 
 
-def _resolve(typ: str, package: str, known: set[str], where: str) -> str:
+def _resolve(typ: str, package: str, known: set[str], go_packages: dict[str, str], where: str) -> str:
     if typ in SCALARS:
         return typ
     full = typ[1:] if typ.startswith(".") else f"{package}.{typ}"
     if full not in known:
         raise SystemExit(f"{where}: unknown message type {typ!r}")
-    return qualified(full)
+    return qualified(full, go_packages)
 
 
-def build(sources: list[GoSource]) -> dict[str, Any]:
+def build(inputs: list[tuple[GoSource, tuple[str, ...]]]) -> dict[str, Any]:
+    """The table from the generated.proto files of each source (all of them, or those of the directories named)."""
     parsed: list[tuple[str, str, dict[str, list[list[Any]]]]] = []
-    for src in sources:
-        for rel in proto_files(src):
-            package, messages = parse_proto(src.read(rel), rel)
+    go_packages: dict[str, str] = {}  # proto package -> the Go import path its files name
+    for src, dirs in inputs:
+        for rel in proto_files(src, dirs):
+            text = src.read(rel)
+            package, messages = parse_proto(text, rel)
             parsed.append((rel, package, messages))
+            m = _GO_PACKAGE.search(_COMMENTS.sub(" ", text))
+            if m:
+                if go_packages.setdefault(package, m.group(1)) != m.group(1):
+                    raise SystemExit(f"{rel}: package {package} is Go's {m.group(1)} here, elsewhere another")
     known = {f"{package}.{name}" for _, package, messages in parsed for name in messages}
     table: dict[str, list[list[Any]]] = {}
     for rel, package, messages in parsed:
@@ -144,25 +173,30 @@ def build(sources: list[GoSource]) -> dict[str, Any]:
             for number, fname, label, typ in sorted(fields):
                 if label == "map":
                     key, value = typ
-                    resolved: Any = [_resolve(key, package, known, rel), _resolve(value, package, known, rel)]
+                    resolved: Any = [
+                        _resolve(key, package, known, go_packages, rel),
+                        _resolve(value, package, known, go_packages, rel),
+                    ]
                 else:
-                    resolved = _resolve(typ, package, known, rel)
+                    resolved = _resolve(typ, package, known, go_packages, rel)
                 out.append([number, fname, label, resolved])
             if len({f[0] for f in out}) != len(out):
                 raise SystemExit(f"{rel}: message {name} uses a field number twice")
-            table[qualified(f"{package}.{name}")] = out
+            table[qualified(f"{package}.{name}", go_packages)] = out
     return {"messages": dict(sorted(table.items()))}
 
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--api", type=Path, required=True, help="kubernetes/api: a checkout, or a git dir with --ref")
-    p.add_argument("--apimachinery", type=Path, required=True, help="kubernetes/apimachinery, likewise")
-    p.add_argument("--ref", default=None, help="tag to read from git directories (e.g. v0.32.0)")
+    add_source_arguments(p)
     p.add_argument("-o", "--output", type=Path, default=Path(__file__).with_name("v1_32.json"))
     args = p.parse_args(argv)
-    table = build([GoSource(args.api, args.ref), GoSource(args.apimachinery, args.ref)])
-    source = {"k8s.io/api": args.ref or str(args.api), "k8s.io/apimachinery": args.ref or str(args.apimachinery)}
+    api, machinery, extra = sources(args)
+    table = build(
+        [(api, ()), (machinery, ())] + [(extra[module], tuple(dirs)) for module, dirs in EXTRA_PACKAGES.items()]
+    )
+    source = {"k8s.io/api": api.ref or str(api.path), "k8s.io/apimachinery": machinery.ref or str(machinery.path)}
+    source |= {module: src.ref or str(src.path) for module, src in extra.items()}
     table = {"source": source, **table}
     args.output.write_bytes(orjson.dumps(table, option=orjson.OPT_INDENT_2) + b"\n")
     print(f"{args.output}: {len(table['messages'])} messages", file=sys.stderr)

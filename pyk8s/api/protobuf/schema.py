@@ -2,7 +2,8 @@
 types in `v1_32.json`, generated from `generated.proto`) joined with the Go type table (`api/types/v1_32.json`),
 which says under which JSON key each field lives in the dicts pyk8s keeps objects as (the proto field name is
 not always the JSON name: `Webhooks` is `webhooks`), which fields are inlined into their parent's JSON (`Volume`'s
-`volumeSource`), and which messages stand for a JSON scalar or list (Time, Quantity, IntOrString, Verbs, …).
+`volumeSource`), and which messages stand for a JSON scalar or list (Time, Quantity, IntOrString, Verbs, …) or
+for a value of one of several shapes (a CRD schema's `items`: a schema or a list of them).
 
 A `Message` is a list of `Field`s in field-number order; each field knows its wire tag, JSON key and how its value
 converts (`Kind`). The schema is built once per process, lazily, per message as it is first used.
@@ -18,7 +19,19 @@ from typing import Any
 
 import orjson
 
-from ..types.codec import DURATION, FIELDS_V1, INT_OR_STRING, MICRO_TIME, QUANTITY, RAW_EXTENSION, TIME
+from ..types.codec import (
+    DURATION,
+    FIELDS_V1,
+    INT_OR_STRING,
+    JSON,
+    MICRO_TIME,
+    QUANTITY,
+    RAW_EXTENSION,
+    SCHEMA_OR_ARRAY,
+    SCHEMA_OR_BOOL,
+    SCHEMA_OR_STRING_ARRAY,
+    TIME,
+)
 
 _META = "io.k8s.apimachinery.pkg.apis.meta.v1."
 QUANTITY_VALUE = "io.k8s.apimachinery.pkg.api.resource.QuantityValue"
@@ -48,12 +61,20 @@ class Kind(enum.IntEnum):
     DURATION = 8  # Go duration string <-> Duration{duration: nanoseconds}
     QUANTITY = 9  # quantity string <-> Quantity{string}
     INT_OR_STRING = 10  # int or string <-> IntOrString{type, intVal, strVal}
-    RAW = 11  # any JSON value <-> {raw bytes: its JSON text} (RawExtension, FieldsV1)
+    RAW = 11  # any JSON value <-> {raw bytes: its JSON text} (RawExtension, FieldsV1, apiextensions JSON)
     STRING_LIST = 12  # list of strings <-> {repeated string items} (Verbs, ExtraValue)
+    DOUBLE = 13  # number <-> 8 bytes, little-endian IEEE 754 (float64)
+    # an object, a list or a bool <-> a message holding it in its field of that shape (see `union_parts`): the
+    # JSONSchemaPropsOr* types of a CRD's schema
+    UNION = 14
 
 
-WIRE_VARINT, WIRE_LEN = 0, 2
-_SCALAR_KINDS = {"string": Kind.STRING, "bytes": Kind.BYTES, "bool": Kind.BOOL, "int32": Kind.INT, "int64": Kind.INT}
+WIRE_VARINT, WIRE_FIXED64, WIRE_LEN = 0, 1, 2
+_SCALAR_KINDS = {
+    "string": Kind.STRING, "bytes": Kind.BYTES, "bool": Kind.BOOL, "int32": Kind.INT, "int64": Kind.INT,
+    "double": Kind.DOUBLE,
+}  # fmt: skip
+_WIRE = {Kind.BOOL: WIRE_VARINT, Kind.INT: WIRE_VARINT, Kind.DOUBLE: WIRE_FIXED64}
 _SPECIAL = {
     TIME: Kind.TIME,
     MICRO_TIME: Kind.MICRO_TIME,
@@ -63,6 +84,10 @@ _SPECIAL = {
     INT_OR_STRING: Kind.INT_OR_STRING,
     RAW_EXTENSION: Kind.RAW,
     FIELDS_V1: Kind.RAW,
+    JSON: Kind.RAW,
+    SCHEMA_OR_ARRAY: Kind.UNION,
+    SCHEMA_OR_BOOL: Kind.UNION,
+    SCHEMA_OR_STRING_ARRAY: Kind.UNION,
 }
 
 
@@ -74,7 +99,7 @@ class Field:
     repeated: bool = False
     is_map: bool = False  # map<string, value>: a JSON object; `value` describes its values
     int32: bool = False  # an int32 varint (decoded as a signed 32-bit value)
-    message: Message | None = None  # for Kind.MESSAGE
+    message: Message | None = None  # for Kind.MESSAGE, and for Kind.UNION the message that holds the value
     value: Field | None = None  # a map's value (field number 2 of the entry)
     tag: bytes = b""  # the field's key on the wire for its usual wire type
 
@@ -89,6 +114,18 @@ class Message:
     index: int = -1  # its place in the table the C codec holds (`all_messages`)
     fields: list[Field] = field(default_factory=list)
     by_number: dict[int, Field] = field(default_factory=dict)
+
+
+@functools.cache
+def union_parts(msg: Message) -> tuple[Field | None, Field | None, Field | None]:
+    """The fields of a Kind.UNION message that hold an object (its singular message field), a list (its repeated
+    field) and a bool (its bool field), each None when it has none. JSONSchemaPropsOrArray is {schema, schemas},
+    JSONSchemaPropsOrBool {allows, schema}, JSONSchemaPropsOrStringArray {schema, property}. Upstream's
+    MarshalJSON of each gives a non-empty list first, else the object, else the bool (or null without one)."""
+    obj = next((f for f in msg.fields if f.kind is Kind.MESSAGE and not f.repeated and not f.is_map), None)
+    items = next((f for f in msg.fields if f.repeated), None)
+    flag = next((f for f in msg.fields if f.kind is Kind.BOOL and not f.repeated), None)
+    return obj, items, flag
 
 
 def varint(n: int) -> bytes:
@@ -174,13 +211,15 @@ class _Compiler:
         if typ in _SCALAR_KINDS:
             kind = _SCALAR_KINDS[typ]
             f = Field(number, key, kind, int32=typ == "int32")
-            f.tag = tag(number, WIRE_VARINT if kind in (Kind.BOOL, Kind.INT) else WIRE_LEN)
+            f.tag = tag(number, _WIRE.get(kind, WIRE_LEN))
             return f
         if typ not in self.messages:
             raise ValueError(f"field {key or number}: unsupported type {typ}")
         special = _SPECIAL.get(typ)
         if special is None and _is_string_list(self.go_types, typ, self.messages[typ]):
             special = Kind.STRING_LIST
+        if special is Kind.UNION:
+            return Field(number, key, special, message=self.message(typ), tag=tag(number, WIRE_LEN))
         if special is not None:
             return Field(number, key, special, tag=tag(number, WIRE_LEN))
         return Field(number, key, Kind.MESSAGE, message=self.message(typ), tag=tag(number, WIRE_LEN))

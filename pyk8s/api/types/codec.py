@@ -10,7 +10,11 @@ with every built-in object it decodes (json.Unmarshal into the Go struct, later 
 - fields Go always writes (no `omitempty`, or a struct) are present with their zero value, and empty values in
   `omitempty` fields are left out, while a pointer keeps an explicit zero (`spec.replicas: 0` stays);
 - `metav1.Time`/`MicroTime` are written in UTC (`…Z`, seconds or microseconds), quantities in upstream's
-  form, IntOrString as the int or string it is, `[]byte` as canonical base64.
+  form, IntOrString as the int or string it is, `[]byte` as canonical base64, a float64 that holds an integer
+  as that integer (`1.0` -> `1`, as Go writes it);
+- the types of a CustomResourceDefinition's schema that read and write themselves (apiextensions/v1 `JSON`,
+  `JSONSchemaPropsOrArray`, `JSONSchemaPropsOrBool`, `JSONSchemaPropsOrStringArray`) take the shapes their
+  UnmarshalJSON takes, with its errors, and are written as their MarshalJSON writes them.
 
 Objects stay plain dicts (DESIGN rule 2); the types are compiled once per Go type from the generated table
 (`v1_32.json`) into small decoder objects, so a decode is one walk over the value.
@@ -49,6 +53,12 @@ TIME, MICRO_TIME, DURATION, FIELDS_V1 = _META + "Time", _META + "MicroTime", _ME
 QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 RAW_EXTENSION = "io.k8s.apimachinery.pkg.runtime.RawExtension"
+_APIEXTENSIONS = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1."
+JSON = _APIEXTENSIONS + "JSON"
+JSON_SCHEMA_PROPS = _APIEXTENSIONS + "JSONSchemaProps"
+SCHEMA_OR_ARRAY = _APIEXTENSIONS + "JSONSchemaPropsOrArray"
+SCHEMA_OR_BOOL = _APIEXTENSIONS + "JSONSchemaPropsOrBool"
+SCHEMA_OR_STRING_ARRAY = _APIEXTENSIONS + "JSONSchemaPropsOrStringArray"
 
 
 class DecodeError(ValueError):
@@ -97,7 +107,7 @@ def number_literal(v: int | float) -> str:
 def go_type_name(expr: str) -> str:
     """A type as Go's reflect prints it: `[]io.k8s.api.core.v1.Container` -> `[]v1.Container`."""
     return re.sub(
-        r"[\w.]+", lambda m: ".".join(m.group(0).rsplit(".", 2)[-2:]) if "." in m.group(0) else m.group(0), expr
+        r"[\w.-]+", lambda m: ".".join(m.group(0).rsplit(".", 2)[-2:]) if "." in m.group(0) else m.group(0), expr
     )
 
 
@@ -171,13 +181,29 @@ class Int(Decoder):
         return 0
 
 
+_EXACT = 2**53  # float64 holds every integer up to this exactly
+
+
+def go_float(v: int | float) -> int | float:
+    """A JSON number as a Go float64 holds it and writes it back: an integer beyond float64's precision rounded, and
+    a float that holds an integer as that integer (Go writes float64(1) as `1`, where Python writes `1.0`)."""
+    if type(v) is int:
+        return v if -_EXACT <= v <= _EXACT else float(v)
+    if v.is_integer() and -_EXACT <= v <= _EXACT:  # (never true of inf or nan)
+        return int(v)
+    return v
+
+
 class Float(Decoder):
     def __init__(self, go_name: str) -> None:
         self.go_name = go_name
 
     def decode(self, v: Any, unknown: Unknown | None) -> Any:
         if type(v) is int or type(v) is float:
-            return v
+            try:
+                return go_float(v)
+            except OverflowError:  # past float64's range
+                raise DecodeError(f"number {v}", self.go_name) from None
         raise self.mismatch(v)
 
     def zero(self) -> Any:
@@ -219,7 +245,8 @@ class Bytes(Decoder):
 
 
 class Interface(Decoder):
-    """`interface{}` and raw JSON (`runtime.RawExtension`, `FieldsV1`): any JSON value, kept as it is."""
+    """`interface{}` and raw JSON (`runtime.RawExtension`, `FieldsV1`, apiextensions `JSON`): any JSON value, kept
+    as it is."""
 
     nilable = True
 
@@ -477,14 +504,101 @@ class Struct(Decoder):
         return {name: dec.zero() for name, dec in self.always}
 
 
-_SPECIAL: dict[str, Callable[[], Decoder]] = {
-    TIME: lambda: Time(micro=False),
-    MICRO_TIME: lambda: Time(micro=True),
-    DURATION: Duration,
-    QUANTITY: Quantity,
-    INT_OR_STRING: IntOrString,
-    RAW_EXTENSION: lambda: Interface("runtime.RawExtension", struct_like=True),
-    FIELDS_V1: lambda: Interface("v1.FieldsV1", struct_like=True),
+def _from_unmarshaler(err: DecodeError) -> DecodeError:
+    """An error of the json.Unmarshal that an UnmarshalJSON method runs on its part of the input: Go's decoder
+    gives a type mismatch the context of the field the method was called for, in place of the one it had
+    inside (`JSONSchemaProps.spec.versions.schema.openAPIV3Schema.items of type string`)."""
+    if not err.message:
+        err.struct, err.fields = "", []
+    return err
+
+
+class _SchemaOr(Decoder):
+    """One of apiextensions/v1's JSONSchemaPropsOr* types: a schema object, or a value of another shape. Each is
+    read as the type's UnmarshalJSON reads it, with a json.Unmarshal of its own that reports no unknown field
+    (they are dropped all the same), and written back as its MarshalJSON writes it."""
+
+    struct_like = True
+
+    def __init__(self, compiler: _Compiler, name: str) -> None:
+        self.go_name = go_type_name(name)
+        self.schema = compiler.compile(JSON_SCHEMA_PROPS)
+
+    def _schema(self, v: dict[str, Any]) -> Any:
+        try:
+            return self.schema.decode(v, None)
+        except DecodeError as e:
+            raise _from_unmarshaler(e) from None
+
+    def _list(self, dec: Decoder, v: list[Any]) -> Any:
+        try:
+            items = dec.decode(v, None)
+        except DecodeError as e:
+            raise _from_unmarshaler(e) from None
+        return items or None  # an empty list is written as no value at all: null
+
+
+class SchemaOrArray(_SchemaOr):
+    """`JSONSchemaPropsOrArray` (`items`): a schema, or a list of schemas; any other value reads as neither."""
+
+    def __init__(self, compiler: _Compiler) -> None:
+        super().__init__(compiler, SCHEMA_OR_ARRAY)
+        self.schemas = compiler.compile("[]" + JSON_SCHEMA_PROPS)
+
+    def decode(self, v: Any, unknown: Unknown | None) -> Any:
+        if type(v) is dict:
+            return self._schema(v)
+        if type(v) is list:
+            return self._list(self.schemas, v)
+        return None
+
+
+class SchemaOrBool(_SchemaOr):
+    """`JSONSchemaPropsOrBool` (`additionalProperties`, `additionalItems`): true, false, or a schema."""
+
+    def __init__(self, compiler: _Compiler) -> None:
+        super().__init__(compiler, SCHEMA_OR_BOOL)
+
+    def decode(self, v: Any, unknown: Unknown | None) -> Any:
+        if v is True or v is False:
+            return v
+        if type(v) is dict:
+            return self._schema(v)
+        raise DecodeError(message="boolean or JSON schema expected")
+
+    def zero(self) -> Any:
+        return False  # neither a schema nor allowed
+
+
+class SchemaOrStringArray(_SchemaOr):
+    """`JSONSchemaPropsOrStringArray` (the values of `dependencies`): a schema, or a list of property names; any
+    other value reads as neither."""
+
+    def __init__(self, compiler: _Compiler) -> None:
+        super().__init__(compiler, SCHEMA_OR_STRING_ARRAY)
+        self.strings = compiler.compile("[]string")
+
+    def decode(self, v: Any, unknown: Unknown | None) -> Any:
+        if type(v) is dict:
+            return self._schema(v)
+        if type(v) is list:
+            return self._list(self.strings, v)
+        return None
+
+
+# Go types whose values are not read field by field, by their table name: a decoder made for the compiler.
+_SPECIAL: dict[str, Callable[[_Compiler], Decoder]] = {
+    TIME: lambda c: Time(micro=False),
+    MICRO_TIME: lambda c: Time(micro=True),
+    DURATION: lambda c: Duration(),
+    QUANTITY: lambda c: Quantity(),
+    INT_OR_STRING: lambda c: IntOrString(),
+    RAW_EXTENSION: lambda c: Interface("runtime.RawExtension", struct_like=True),
+    FIELDS_V1: lambda c: Interface("v1.FieldsV1", struct_like=True),
+    JSON: lambda c: Interface("v1.JSON", struct_like=True),  # any JSON value, kept as it is
+    SCHEMA_OR_ARRAY: SchemaOrArray,
+    SCHEMA_OR_BOOL: SchemaOrBool,
+    SCHEMA_OR_STRING_ARRAY: SchemaOrStringArray,
 }
 
 
@@ -511,7 +625,7 @@ class _Compiler:
             m.elem = self.compile(type_decl.split_map(expr)[1])
             return m
         if expr in _SPECIAL:
-            return _SPECIAL[expr]()
+            return _SPECIAL[expr](self)
         if expr == "string":
             return String(go_name)
         if expr == "bool":

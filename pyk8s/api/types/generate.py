@@ -1,15 +1,27 @@
-"""Regenerate `v1_32.json`, the table of upstream's Go API types, from kubernetes/api and kubernetes/apimachinery.
+"""Regenerate `v1_32.json`, the table of upstream's Go API types, from kubernetes/api and kubernetes/apimachinery,
+and the two API groups that live in their own repositories: apiextensions.k8s.io/v1 (CustomResourceDefinition,
+kubernetes/apiextensions-apiserver) and apiregistration.k8s.io/v1 (APIService, kubernetes/kube-aggregator).
 
 The table holds, for every struct and named type of the API packages, what the Go source says about each
 field: its JSON name and options (`omitempty`, `inline`), whether it is a pointer, its Go type, and its
 protobuf tag (wire type, field number, cast types). The typed JSON round trip (`pyk8s.api.types.codec`) reads
 the JSON facts; the protobuf encoding reads the field numbers. Nothing here is copied into the table but
-these facts.
+these facts. Types are named as upstream's OpenAPI names them (`io.k8s.api.core.v1.Pod`,
+`io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps`).
 
-Usage (a checkout of each repository, or its git directory with a tag)::
+Usage (each source a checkout, or its git directory with a tag; a checkout may also be a directory holding
+only the files read, at their paths in the repository, e.g. `pkg/apis/apiregistration/v1/types.go`)::
 
     python -m pyk8s.api.types.generate --api ~/src/kubernetes-api --apimachinery ~/src/apimachinery \
-        [--ref v0.32.0] [-o pyk8s/api/types/v1_32.json]
+        --apiextensions ~/src/apiextensions-apiserver --aggregator ~/src/kube-aggregator \
+        [--ref v0.32.0] [--apiextensions-ref v0.32.4] [--aggregator-ref v0.32.4] [-o pyk8s/api/types/v1_32.json]
+
+The table in this directory was made from the git mirrors with::
+
+    python -m pyk8s.api.types.generate --ref v0.32.0 \
+        --api /work/.mirror/kubernetes+api/repo --apimachinery /work/.mirror/kubernetes+apimachinery/repo \
+        --apiextensions /work/.mirror/kubernetes+apiextensions-apiserver/repo --apiextensions-ref v0.32.4 \
+        --aggregator /work/.mirror/kubernetes+kube-aggregator/repo --aggregator-ref v0.32.4
 
 The Go declarations are read with a small parser made for these files: one field per line, struct tags in
 backquotes, no anonymous struct types (the API conventions forbid them). It fails loudly on anything else.
@@ -36,6 +48,16 @@ APIMACHINERY_FILES = {
     "pkg/types": ("uid.go",),
     "pkg/api/resource": ("quantity.go",),
     "pkg/util/intstr": ("intstr.go",),
+}
+# API groups outside kubernetes/api: repository (its Go module) -> package directory -> the files that declare
+# its types and its GroupName.
+EXTRA_PACKAGES = {
+    "k8s.io/apiextensions-apiserver": {
+        "pkg/apis/apiextensions/v1": ("register.go", "types.go", "types_jsonschema.go"),
+    },
+    "k8s.io/kube-aggregator": {
+        "pkg/apis/apiregistration/v1": ("register.go", "types.go"),
+    },
 }
 BUILTINS = {
     "string", "bool", "byte", "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32",
@@ -261,18 +283,26 @@ def _resolve(expr: str, imports: dict[str, str], here: str) -> str:
     return qualified(here, expr)
 
 
-def build(api: GoSource, machinery: GoSource) -> dict[str, Any]:
+def build(api: GoSource, machinery: GoSource, extra: dict[str, GoSource]) -> dict[str, Any]:
+    """The table from kubernetes/api, kubernetes/apimachinery and the repositories of EXTRA_PACKAGES (`extra`:
+    module path -> its source)."""
     packages: list[Package] = []
+    served: set[str] = set()  # import paths of API group versions: their top-level types are kinds
     for rel in api.package_dirs():
         packages.append(parse_package(api, rel, f"k8s.io/api/{rel}"))
+        served.add(f"k8s.io/api/{rel}")
     for rel, files in APIMACHINERY_FILES.items():
         packages.append(parse_package(machinery, rel, f"k8s.io/apimachinery/{rel}", files))
+    for module, dirs in EXTRA_PACKAGES.items():
+        for rel, files in dirs.items():
+            packages.append(parse_package(extra[module], rel, f"{module}/{rel}", files))
+            served.add(f"{module}/{rel}")
     types: dict[str, Any] = {}
     kinds: dict[str, dict[str, str]] = {}
     for pkg in packages:
         for name, decl in pkg.types.items():
             types[qualified(pkg.import_path, name)] = decl
-        if pkg.group is None or not pkg.import_path.startswith("k8s.io/api/"):
+        if pkg.group is None or pkg.import_path not in served:
             continue
         gv = f"{pkg.group}/{pkg.version}" if pkg.group else pkg.version
         for name, decl in pkg.types.items():
@@ -280,8 +310,10 @@ def build(api: GoSource, machinery: GoSource) -> dict[str, Any]:
             if fields and fields[0].get("inline") and fields[0]["type"].endswith("meta.v1.TypeMeta"):
                 kinds.setdefault(gv, {})[name] = qualified(pkg.import_path, name)
     _check_references(types)
+    source = {"k8s.io/api": api.ref or str(api.path), "k8s.io/apimachinery": machinery.ref or str(machinery.path)}
+    source |= {module: src.ref or str(src.path) for module, src in extra.items()}
     return {
-        "source": {"k8s.io/api": api.ref or str(api.path), "k8s.io/apimachinery": machinery.ref or str(machinery.path)},
+        "source": source,
         "kinds": {gv: dict(sorted(ks.items())) for gv, ks in sorted(kinds.items())},
         "types": dict(sorted(types.items())),
     }
@@ -308,14 +340,33 @@ def _check_references(types: dict[str, Any]) -> None:
         raise SystemExit("types referenced but not found: " + ", ".join(sorted(missing)))
 
 
-def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_source_arguments(p: argparse.ArgumentParser) -> None:
+    """The options naming the repositories read (shared with the protobuf generator)."""
     p.add_argument("--api", type=Path, required=True, help="kubernetes/api: a checkout, or a git dir with --ref")
     p.add_argument("--apimachinery", type=Path, required=True, help="kubernetes/apimachinery, likewise")
-    p.add_argument("--ref", default=None, help="tag to read from git directories (e.g. v0.32.0)")
+    p.add_argument("--ref", default=None, help="tag to read from the git directories of those two (e.g. v0.32.0)")
+    p.add_argument("--apiextensions", type=Path, required=True, help="kubernetes/apiextensions-apiserver, likewise")
+    p.add_argument("--apiextensions-ref", default=None, help="its tag, for a git directory (e.g. v0.32.4)")
+    p.add_argument("--aggregator", type=Path, required=True, help="kubernetes/kube-aggregator, likewise")
+    p.add_argument("--aggregator-ref", default=None, help="its tag, for a git directory (e.g. v0.32.4)")
+
+
+def sources(args: argparse.Namespace) -> tuple[GoSource, GoSource, dict[str, GoSource]]:
+    """kubernetes/api, kubernetes/apimachinery and the EXTRA_PACKAGES modules' sources, from the options."""
+    extra = {
+        "k8s.io/apiextensions-apiserver": GoSource(args.apiextensions, args.apiextensions_ref),
+        "k8s.io/kube-aggregator": GoSource(args.aggregator, args.aggregator_ref),
+    }
+    assert extra.keys() == EXTRA_PACKAGES.keys()
+    return GoSource(args.api, args.ref), GoSource(args.apimachinery, args.ref), extra
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_source_arguments(p)
     p.add_argument("-o", "--output", type=Path, default=Path(__file__).with_name("v1_32.json"))
     args = p.parse_args(argv)
-    table = build(GoSource(args.api, args.ref), GoSource(args.apimachinery, args.ref))
+    table = build(*sources(args))
     args.output.write_bytes(orjson.dumps(table, option=orjson.OPT_INDENT_2) + b"\n")
     print(
         f"{args.output}: {len(table['types'])} types, {sum(map(len, table['kinds'].values()))} kinds", file=sys.stderr
