@@ -7,9 +7,11 @@ from typing import Any
 
 from ..api import meta
 from ..api.meta import Object
+from ..api.types.codec import decoder_for
 
 GROUP = "apiextensions.k8s.io"
 CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
+STATUS_TYPE = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionStatus"
 
 # Condition types (upstream: apiextensions/v1 types.go)
 ESTABLISHED = "Established"
@@ -35,7 +37,9 @@ def set_condition(crd: Object, type_: str, status: str, reason: str, message: st
     """Set a condition in place; its lastTransitionTime moves only when its status does (upstream
     SetCRDCondition)."""
     st = crd.setdefault("status", {})
-    conds = st.setdefault("conditions", [])
+    conds = st.get("conditions")
+    if not isinstance(conds, list):
+        conds = st["conditions"] = []
     new = {"type": type_, "status": status, "lastTransitionTime": meta.rfc3339(), "reason": reason,
            "message": message}  # fmt: skip
     for i, c in enumerate(conds):
@@ -45,6 +49,12 @@ def set_condition(crd: Object, type_: str, status: str, reason: str, message: st
             conds[i] = new
             return
     conds.append(new)
+
+
+def stored_status(crd: Object) -> None:
+    """Put the CRD's status, as the server wrote it, into the form Go writes it (empty reasons and messages
+    left out, `conditions: null` when there are none), as it must be stored."""
+    crd["status"] = decoder_for(STATUS_TYPE).decode(crd.get("status") or {}, None)
 
 
 def remove_condition(crd: Object, type_: str) -> None:

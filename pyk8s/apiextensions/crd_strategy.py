@@ -11,7 +11,17 @@ from ..apiserver.registry import register
 from ..apiserver.registry.strategy import Strategy
 from . import apihelpers as h
 from . import defaults, validation
+from .schema.cel_validation import rule_validator_for
 from .schema.defaulting import validate_defaults
+
+
+def _rule_errors(crd: Object) -> list[FieldError]:
+    """The x-kubernetes-validations rules that do not compile, or cost too much, in each schema (checked once the
+    schemas are otherwise valid, as upstream compiles rules only in structural schemas)."""
+    errs: list[FieldError] = []
+    for path, schema in validation.schema_locations(crd):
+        errs += rule_validator_for(schema).compile_errors(path)
+    return errs
 
 
 @register(h.GROUP, "CustomResourceDefinition")
@@ -23,15 +33,16 @@ class CustomResourceDefinitionStrategy(Strategy):
 
     def prepare_for_create(self, obj: Object) -> None:
         validation.prepare_for_create(obj)
+        h.stored_status(obj)
 
     def validate(self, obj: Object) -> list[FieldError]:
-        return validation.validate_crd(obj, defaults_validator=validate_defaults)
+        return validation.validate_crd(obj, defaults_validator=validate_defaults) or _rule_errors(obj)
 
     def prepare_for_update(self, new: Object, old: Object) -> None:
         validation.prepare_for_update(new, old)
 
     def validate_update(self, new: Object, old: Object) -> list[FieldError]:
-        return validation.validate_crd_update(new, old, defaults_validator=validate_defaults)
+        return validation.validate_crd_update(new, old, defaults_validator=validate_defaults) or _rule_errors(new)
 
     def prepare_for_status_update(self, new: Object, old: Object) -> None:
         validation.prepare_for_status_update(new, old)
@@ -50,3 +61,4 @@ class CustomResourceDefinitionStrategy(Strategy):
             md["finalizers"] = [*(md.get("finalizers") or []), h.CLEANUP_FINALIZER]
         h.set_condition(obj, h.TERMINATING, "True", "InstanceDeletionPending",
                         "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon")  # fmt: skip
+        h.stored_status(obj)

@@ -34,6 +34,7 @@ from ..storage.cacher import Cacher
 from . import apihelpers as h
 from . import openapi_builder
 from .customresource_strategy import CustomResourceStrategy, SelectableField
+from .schema.cel_validation import rule_validator_for
 from .schema.defaulting import default
 from .schema.pruning import prune, prune_non_nullable_nulls
 from .schema.validation import SchemaValidator
@@ -180,6 +181,12 @@ class CustomResourceStore(RESTStore):
 
     def schema_node(self) -> schema.Node | None:
         return self.node
+
+    def zero_value(self) -> Any:
+        """What a create is compared with: an empty object of the kind (upstream: a new Unstructured), so
+        that every node the create adds is owned whole (`f:spec: {".": {}, ...}`)."""
+        r = self.resource
+        return {"apiVersion": r.api_version, "kind": r.kind, "metadata": {}}
 
 
 class CustomResolved(Resolved):
@@ -442,7 +449,7 @@ class CustomResourceHandler:
         openapi = storage_info.schema if storage_info else _storage_schema(crd, storage.version)
         validator = storage_info.validator if storage_info else SchemaValidator(openapi)
         selectable = storage_info.selectable if storage_info else ()
-        strategy = CustomResourceStrategy(storage, validator, selectable)
+        strategy = CustomResourceStrategy(storage, validator, selectable, rule_validator_for(openapi))
         box[:] = [strategy]
         if not cacher.ready:
             await cacher.start()

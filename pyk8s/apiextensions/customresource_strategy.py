@@ -9,13 +9,34 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ..api import errors as e
 from ..api.errors import FieldError
 from ..api.meta import Object, json_copy
 from ..api.resources import Resource
 from ..apiserver.registry.strategy import Strategy
+from .schema.cel_validation import RuleValidator
 from .schema.validation import SchemaValidator
 
 SelectableField = tuple[str, Callable[[Object], str]]  # (field label, its value in an object)
+
+# Schema errors after which the CEL rules are not run (upstream's hasBlockingErr): their values would not be
+# what the rules were written for.
+_BLOCKING = {e.NOT_SUPPORTED, e.REQUIRED, e.TOO_LONG, e.TOO_MANY, e.TYPE_INVALID}
+_RULES_NOT_CHECKED = (
+    "some validation rules were not checked because the object was invalid; correct the existing errors to "
+    "complete validation"
+)
+
+
+def _with_rules(
+    errs: list[FieldError], rules: RuleValidator | None, new: Object, old: Object | None
+) -> list[FieldError]:
+    """Schema errors, then the CEL rules' (or, after a blocking schema error, the note that they were not run)."""
+    if rules is None:
+        return errs
+    if any(err.type in _BLOCKING for err in errs):
+        return [*errs, e.invalid("<nil>", None, _RULES_NOT_CHECKED)]
+    return errs + rules.validate(new, old)
 
 
 class CustomResourceStrategy(Strategy):
@@ -26,9 +47,11 @@ class CustomResourceStrategy(Strategy):
         resource: Resource,
         validator: SchemaValidator | None,
         selectable: Iterable[SelectableField] = (),
+        rules: RuleValidator | None = None,
     ) -> None:
         super().__init__(resource)
         self.validator = validator
+        self.rules = rules if rules is not None and rules.has_rules else None
         self.selectable = tuple(selectable)
         # What is not "spec" for the generation: metadata, and the status when it has its own endpoint.
         self.generation_ignores = ("metadata", "status") if self.has_status else ("metadata",)
@@ -38,10 +61,12 @@ class CustomResourceStrategy(Strategy):
         return any(new.get(k) != old.get(k) for k in keys)
 
     def validate(self, obj: Object) -> list[FieldError]:
-        return self.validator.validate(obj) if self.validator is not None else []
+        errs = self.validator.validate(obj) if self.validator is not None else []
+        return _with_rules(errs, self.rules, obj, None)
 
     def validate_update(self, new: Object, old: Object) -> list[FieldError]:
-        return self.validator.validate_update(new, old) if self.validator is not None else []
+        errs = self.validator.validate_update(new, old) if self.validator is not None else []
+        return _with_rules(errs, self.rules, new, old)
 
     def prepare_for_status_update(self, new: Object, old: Object) -> None:
         """Only the status changes: the rest, metadata included, is the stored object's (the write's

@@ -75,6 +75,7 @@ class CRDFinalizer:
                 raise self.crds.not_found(name)
             if current["metadata"].get("resourceVersion") != crd["metadata"].get("resourceVersion"):
                 raise self.crds.conflict(name)
+            h.stored_status(crd)
             return crd
 
         try:
@@ -111,6 +112,8 @@ class CRDFinalizer:
             h.set_condition(crd, h.TERMINATING, "False", "NeverEstablished", "resource was never established")
         md = crd["metadata"]
         md["finalizers"] = [f for f in md.get("finalizers") or [] if f != h.CLEANUP_FINALIZER]
+        if not md["finalizers"]:
+            del md["finalizers"]  # omitempty
         await self._write_status(crd)
         return False
 

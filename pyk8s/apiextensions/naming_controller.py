@@ -179,6 +179,7 @@ class NamingController:
             h.set_condition(current, h.NAMES_ACCEPTED, accepted["status"], accepted["reason"], accepted["message"])
             h.set_condition(current, h.ESTABLISHED, established["status"], established["reason"],
                             established["message"])  # fmt: skip
+            h.stored_status(current)
             return current
 
         try:

@@ -186,6 +186,21 @@ class APIServerProcess:
             raise AssertionError(f"kubectl {' '.join(args)} failed ({res.returncode}):\n{res.stdout}\n{res.stderr}")
         return res
 
+    def apply_crds(self, manifest: str, *names: str, timeout: float = 20.0) -> None:
+        """`kubectl apply` CustomResourceDefinitions, then wait until each of `names` is Established. A new CRD
+        has `conditions: null` until the naming controller's first write, which `kubectl wait` cannot read
+        (kubernetes#66439, on a real cluster too): it is asked again then."""
+        self.kubectl("apply", "-f", "-", input=manifest, check=True)
+        deadline = time.monotonic() + timeout
+        for name in names:
+            while True:
+                res = self.kubectl("wait", "--for=condition=Established", f"crd/{name}", f"--timeout={timeout:.0f}s")
+                if res.returncode == 0:
+                    break
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"CRD {name} not Established: {res.stderr}")
+                time.sleep(0.1)
+
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             os.kill(self.proc.pid, signal.SIGTERM)

@@ -92,8 +92,7 @@ def crontab(name: str, **spec: Any) -> str:
 
 
 def install(cluster, manifest: str, name: str) -> None:
-    cluster.kubectl("apply", "-f", "-", input=manifest, check=True)
-    cluster.kubectl("wait", "--for=condition=Established", f"crd/{name}", "--timeout=20s", check=True)
+    cluster.apply_crds(manifest, name)
 
 
 @pytest.fixture(scope="module")
@@ -133,8 +132,13 @@ def test_kubectl_creates_gets_and_prints_the_crds_columns(crontabs, crd_ns):
     # kubectl get all lists it (category all), and describe works
     assert "crontab.stable.example.com/nightly" in crontabs.kubectl("get", "all", "-n", crd_ns, check=True).stdout
     assert "Cron Spec:" in crontabs.kubectl("describe", "crontab", "nightly", "-n", crd_ns, check=True).stdout
-    obj = get_json(crontabs, "crontab", "nightly", "-n", crd_ns)
+    obj = json.loads(crontabs.kubectl("get", "crontab", "nightly", "-n", crd_ns, "-o", "json",
+                                      "--show-managed-fields", check=True).stdout)  # fmt: skip
     assert obj["metadata"]["generation"] == 1
+    # as upstream records a create of an unstructured object: every node it added is owned whole
+    [entry] = obj["metadata"]["managedFields"]
+    assert (entry["manager"], entry["operation"]) == ("kubectl-create", "Update")
+    assert entry["fieldsV1"] == {"f:spec": {".": {}, "f:cronSpec": {}, "f:image": {}, "f:replicas": {}}}
     assert obj["metadata"]["uid"] and obj["metadata"]["creationTimestamp"]
 
 
@@ -376,3 +380,62 @@ def test_several_versions_one_storage_version_and_selectable_fields(crd_cluster,
         assert get_json(crd_cluster, "pipeline", "red2", "-n", crd_ns)["spec"]["color"] == "red"
     finally:
         crd_cluster.kubectl("delete", "crd", f"pipelines.{GROUP}")
+
+
+RULES = """
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: quotas.stable.example.com
+spec:
+  group: stable.example.com
+  scope: Namespaced
+  names: {plural: quotas, singular: quota, kind: Quota}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            x-kubernetes-validations:
+            - rule: self.min <= self.max
+              message: min must not exceed max
+            - rule: self.owner == oldSelf.owner
+              messageExpression: "'owner is immutable, it was ' + oldSelf.owner"
+              reason: FieldValueForbidden
+              fieldPath: .owner
+            properties:
+              min: {type: integer}
+              max: {type: integer}
+              owner: {type: string}
+"""
+
+
+def quota(name: str, lo: int, hi: int, owner: str = "team-a") -> str:
+    return json.dumps({"apiVersion": f"{GROUP}/v1", "kind": "Quota", "metadata": {"name": name},
+                       "spec": {"min": lo, "max": hi, "owner": owner}})  # fmt: skip
+
+
+def test_cel_validation_rules_with_messages_and_transition_rules(crd_cluster, crd_ns):
+    install(crd_cluster, RULES, f"quotas.{GROUP}")
+    try:
+        res = crd_cluster.kubectl("create", "-n", crd_ns, "-f", "-", input=quota("q", 5, 1))
+        assert res.returncode != 0
+        assert 'The Quota "q" is invalid: spec: Invalid value: "object": min must not exceed max' in res.stderr
+        crd_cluster.kubectl("create", "-n", crd_ns, "-f", "-", input=quota("q", 1, 5), check=True)
+        res = crd_cluster.kubectl("replace", "-n", crd_ns, "-f", "-", input=quota("q", 1, 6, owner="team-b"))
+        assert res.returncode != 0
+        assert "spec.owner: Forbidden: owner is immutable, it was team-a" in res.stderr
+        crd_cluster.kubectl("replace", "-n", crd_ns, "-f", "-", input=quota("q", 1, 6), check=True)
+        # a rule that does not compile is refused with the CRD
+        bad = RULES.replace("quotas", "badquotas").replace("Quota", "BadQuota").replace("quota}", "badquota}")
+        bad = bad.replace("self.min <= self.max", "self.min <= self.maximum")
+        res = crd_cluster.kubectl("apply", "-f", "-", input=bad)
+        assert res.returncode != 0
+        assert "compilation failed" in res.stderr and "undefined field 'maximum'" in res.stderr
+    finally:
+        crd_cluster.kubectl("delete", "crd", f"quotas.{GROUP}")

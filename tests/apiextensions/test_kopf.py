@@ -141,9 +141,7 @@ def get(cluster, *args: str) -> dict[str, Any] | None:
 
 def test_a_kopf_operator_handles_a_custom_resource(crd_cluster, crd_ns, tmp_path: Path, monkeypatch):
     cluster = crd_cluster
-    cluster.kubectl("apply", "-f", "-", input=CRDS, check=True)
-    for crd in ("clusterkopfpeerings.kopf.dev", "kopfpeerings.kopf.dev", f"greetings.{GROUP}"):
-        cluster.kubectl("wait", "--for=condition=Established", f"crd/{crd}", "--timeout=20s", check=True)
+    cluster.apply_crds(CRDS, "clusterkopfpeerings.kopf.dev", "kopfpeerings.kopf.dev", f"greetings.{GROUP}")
     cluster.kubectl("apply", "-f", "-", check=True, input=yaml.safe_dump(
         {"apiVersion": "kopf.dev/v1", "kind": "ClusterKopfPeering", "metadata": {"name": "pyk8s-test"}}))  # fmt: skip
     operator = tmp_path / "operator.py"

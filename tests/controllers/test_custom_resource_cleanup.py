@@ -64,8 +64,7 @@ def gone(cluster, *args: str, timeout: float = 30.0) -> bool:
 
 @pytest.fixture(scope="module")
 def backups(cluster):
-    cluster.kubectl("apply", "-f", "-", input=CRD, check=True)
-    cluster.kubectl("wait", "--for=condition=Established", "crd/backups.gc.example.com", "--timeout=20s", check=True)
+    cluster.apply_crds(CRD, "backups.gc.example.com")
     yield cluster
     cluster.kubectl("delete", "crd", "backups.gc.example.com", "--wait=false")
 
