@@ -33,6 +33,7 @@ from ..storage import Store
 from ..storage.cacher import Cacher
 from . import apihelpers as h
 from . import openapi_builder
+from .conversion import ConverterSetupError, CRConverter, ServiceResolver, needs_conversion
 from .customresource_strategy import CustomResourceStrategy, SelectableField
 from .schema.cel_validation import rule_validator_for
 from .schema.defaulting import default
@@ -83,6 +84,8 @@ class CRDInfo:
     spec: Any = field(default=None)  # the spec it was built from, to tell when to rebuild
     # The strategy the watch cache reads selectable fields through: replaced when the CRD changes.
     strategy: list[CustomResourceStrategy] = field(default_factory=list)
+    # The CRD's conversion webhook, when its strategy is Webhook (None: versions differ only in apiVersion).
+    converter: CRConverter | None = None
 
 
 def _apply_schema(openapi: dict[str, Any]) -> dict[str, Any]:
@@ -198,14 +201,41 @@ class CustomResolved(Resolved):
         super().__init__(version.resource, crd.rest, info)
         self.crd = crd
         self.version = version
+        # A webhook converts between versions: its answers for this request's objects, by the input's id (the
+        # input is kept with its answer, so that the id stays its own).
+        self.converter = crd.converter if version.resource.version != crd.storage.version else None
+        self._converted: dict[int, tuple[Object, Object]] = {}
 
-    # -- conversion (strategy None: only apiVersion differs between versions) ----------------------------
+    # -- conversion: the CRD's webhook, or (strategy None) a rewrite of apiVersion -------------------------
+
+    async def _convert(self, objs: list[Object], api_version: str) -> None:
+        assert self.converter is not None
+        todo = [o for o in objs if o.get("apiVersion") != api_version and id(o) not in self._converted]
+        if todo:
+            for o, c in zip(todo, await self.converter.convert(todo, api_version), strict=True):
+                self._converted[id(o)] = (o, c)
+
+    async def ready_for_client(self, objs: list[Object]) -> None:
+        if self.converter is not None:
+            await self._convert(objs, self.served.api_version)
+
+    async def ready_for_storage(self, obj: Object) -> None:
+        if self.converter is not None:
+            await self._convert([obj], self.rest.resource.api_version)
+
+    def _converted_to(self, obj: Object, api_version: str) -> Object:
+        if self.converter is None or obj.get("apiVersion") == api_version:
+            return _with_api_version(obj, api_version)
+        found = self._converted.get(id(obj))
+        if found is None or found[0] is not obj:
+            raise errors.internal_error(f"{obj.get('apiVersion')} object not converted to {api_version}")
+        return found[1]
 
     def to_client(self, obj: Object) -> Object:
-        return _with_api_version(obj, self.served.api_version)
+        return self._converted_to(obj, self.served.api_version)
 
     def to_storage(self, obj: Object) -> Object:
-        return _with_api_version(obj, self.rest.resource.api_version)
+        return self._converted_to(obj, self.rest.resource.api_version)
 
     # -- the schema in place of Go types ---------------------------------------------------------------
 
@@ -330,7 +360,9 @@ class CustomResourceHandler:
         admission: Chain,
         cacher_factory: Callable[[str, Callable[[Object], tuple[dict[str, str], dict[str, str]]]], Cacher],
         on_change: Callable[[], None],
+        service_resolver: ServiceResolver | None = None,
     ) -> None:
+        self.service_resolver = service_resolver  # where a conversion webhook's Service is reached
         self.crds = crds
         self.store = store
         self.admission = admission
@@ -457,7 +489,16 @@ class CustomResourceHandler:
         node = storage_info.node if storage_info else schema.Node.of(_apply_schema(openapi))
         rest = CustomResourceStore(storage, strategy, self.store, cacher, self.admission, node=node)
         terminating = bool(crd["metadata"].get("deletionTimestamp"))
-        info = CRDInfo(crd, storage, versions, rest, cacher, terminating, key, box)
+        converter = current.converter if current is not None else None
+        if converter is not None and not converter.up_to_date(crd):
+            await converter.close()
+            converter = None
+        if converter is None and needs_conversion(crd):
+            try:
+                converter = CRConverter.for_crd(crd, service_resolver=self.service_resolver)
+            except ConverterSetupError as e:
+                log.warning("custom resource handler: %s: conversion webhook unusable: %s", crd["metadata"]["name"], e)
+        info = CRDInfo(crd, storage, versions, rest, cacher, terminating, key, box, converter)
         name = crd["metadata"]["name"]
         self.infos[name] = info
         self._index()
@@ -467,6 +508,8 @@ class CustomResourceHandler:
         self._index()
         if info is not None:
             await info.cacher.stop()
+            if info.converter is not None:
+                await info.converter.close()
 
     def _index(self) -> None:
         self._served = {

@@ -180,6 +180,13 @@ class Resolved:
         return tables.table(objs, s.group, s.kind, include=include, version=version, list_meta=list_meta,
                             headers=headers)  # fmt: skip
 
+    async def ready_for_client(self, objs: list[Object]) -> None:
+        """Do what `to_client` of these objects needs done asynchronously (a custom resource's conversion
+        webhook); built-in conversions need nothing."""
+
+    async def ready_for_storage(self, obj: Object) -> None:
+        """Likewise for `to_storage`."""
+
     def to_client(self, obj: Object) -> Object:
         return convert(obj, self.rest.resource, self.served)
 
@@ -276,7 +283,7 @@ class ResourceHandlers:
     def output(self, request: web.Request, r: Resolved) -> Output:
         return choose_output(request.headers.get("Accept"), protobuf=r.protobuf)
 
-    def object_response(
+    async def object_response(
         self,
         request: web.Request,
         r: Resolved,
@@ -289,6 +296,7 @@ class ResourceHandlers:
     ) -> web.Response:
         """`stored`: `obj` is a version as storage holds it (a read's answer, not a write's)."""
         out = out or self.output(request, r)
+        await r.ready_for_client([obj])
         client_obj = r.to_client(obj)
         if out.transform == "Table":
             include = tables.check_include_object(request.query.get("includeObject", ""))
@@ -312,7 +320,7 @@ class ResourceHandlers:
 
     async def get(self, request: web.Request, r: Resolved) -> web.Response:
         obj = await r.rest.get(r.info.namespace, r.info.name, request.query.get("resourceVersion", ""))
-        return self.object_response(request, r, obj, stored=True)
+        return await self.object_response(request, r, obj, stored=True)
 
     async def list_collection(self, request: web.Request, r: Resolved) -> web.Response:
         out = self.output(request, r)
@@ -328,6 +336,7 @@ class ResourceHandlers:
             list_meta["continue"] = res.continue_token
         if res.remaining_item_count is not None:
             list_meta["remainingItemCount"] = res.remaining_item_count
+        await r.ready_for_client(res.items)
         items = [r.to_client(o) for o in res.items]
         if out.transform == "Table":
             include = tables.check_include_object(request.query.get("includeObject", ""))
@@ -385,12 +394,14 @@ class ResourceHandlers:
     async def create(self, request: web.Request, r: Resolved, ctx: Context) -> web.Response:
         c = self._context(request, ctx)
         obj, warnings = await self._decode_object(request, r)
+        await r.ready_for_storage(obj)
         created = await r.rest.create(r.info.namespace, r.to_storage(obj), c)
-        return self.object_response(request, r, created, 201, warnings)
+        return await self.object_response(request, r, created, 201, warnings)
 
     async def update(self, request: web.Request, r: Resolved, ctx: Context) -> web.Response:
         c = self._context(request, ctx)
         obj, warnings = await self._decode_object(request, r)
+        await r.ready_for_storage(obj)
         desired = r.to_storage(obj)
 
         async def updater(existing: Object | None) -> Object:
@@ -401,7 +412,7 @@ class ResourceHandlers:
         result, created = await r.rest.update(
             r.info.namespace, r.info.name, updater, c, subresource=r.info.subresource, from_watch_cache=True
         )
-        return self.object_response(request, r, result, 201 if created else 200, warnings)
+        return await self.object_response(request, r, result, 201 if created else 200, warnings)
 
     async def patch(self, request: web.Request, r: Resolved, ctx: Context) -> web.Response:
         c = self._context(request, ctx)
@@ -431,18 +442,20 @@ class ResourceHandlers:
         async def updater(existing: Object | None) -> Object:
             if existing is None:
                 raise r.rest.not_found(r.info.name)
+            await r.ready_for_client([existing])
             patched = apply(r.to_client(existing))
             if not isinstance(patched, dict):
                 raise errors.bad_request("the patch did not produce an object")
             patched = body_object(patched, r.served)
             shown = (lambda: go_value(patch_doc)) if content_type == STRATEGIC_MERGE_PATCH else (lambda: patched)
             patched, warnings[:] = r.typed_patch_result(patched, mode, shown, changed)
+            await r.ready_for_storage(patched)
             return r.to_storage(patched)
 
         result, _ = await r.rest.update(
             r.info.namespace, r.info.name, updater, c, subresource=r.info.subresource, from_watch_cache=True
         )
-        return self.object_response(request, r, result, 200, warnings)
+        return await self.object_response(request, r, result, 200, warnings)
 
     async def _apply(
         self, request: web.Request, r: Resolved, c: Context, mode: str, data: bytes, force: bool
@@ -455,10 +468,13 @@ class ResourceHandlers:
         async def updater(existing: Object | None) -> Object:
             if existing is None and r.info.subresource:
                 raise r.rest.not_found(r.info.name)
+            if existing is not None:
+                await r.ready_for_client([existing])
             current = r.to_client(existing) if existing is not None else None
             applied = apply_to(manager, current, json_copy(config), c.field_manager, force, r.served, r.info.name,
                                r.info.namespace)  # fmt: skip
             patched, warnings[:] = r.typed_patch_result(applied, mode, lambda: applied)
+            await r.ready_for_storage(patched)
             return r.to_storage(patched)
 
         applied_ctx = Context(c.user, c.dry_run, c.field_manager, applied=True)
@@ -466,7 +482,7 @@ class ResourceHandlers:
             r.info.namespace, r.info.name, updater, applied_ctx, subresource=r.info.subresource,
             force_allow_create=True, from_watch_cache=True,
         )  # fmt: skip
-        return self.object_response(request, r, result, 201 if created else 200, warnings)
+        return await self.object_response(request, r, result, 201 if created else 200, warnings)
 
     async def delete(self, request: web.Request, r: Resolved, ctx: Context) -> web.Response:
         opts = await delete_options(request)
@@ -479,13 +495,14 @@ class ResourceHandlers:
             details = {"name": md.get("name", ""), **group, "kind": r.served.plural, "uid": md.get("uid", "")}
             doc = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
             return respond(doc, self.output(request, r), status)
-        return self.object_response(request, r, obj, status)
+        return await self.object_response(request, r, obj, status)
 
     async def delete_collection(self, request: web.Request, r: Resolved, ctx: Context) -> web.Response:
         opts = await delete_options(request)
         lopts = list_options(request.query, r.served)
         c = Context(ctx.user, opts.dry_run)
         deleted = await r.rest.delete_collection(r.info.namespace, lopts, opts, c)
+        await r.ready_for_client(deleted)
         doc = {
             "kind": r.served.list_kind,
             "apiVersion": r.served.api_version,

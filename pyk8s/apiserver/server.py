@@ -47,6 +47,7 @@ from .openapi import OpenAPI
 from .registry import strategy_for
 from .registry.rest import Context, RESTStore
 from .registry.strategy import Strategy
+from .service_resolver import EndpointServiceResolver
 from .storage_migration import migrate_stored_form
 from .tables import check_include_object
 from .watch import WatchMetrics, WatchServer
@@ -255,9 +256,10 @@ class APIServer:
             store.compaction_listeners.append(c.trim)
         await asyncio.gather(*(c.start() for c in self.cachers))
         await asyncio.gather(*(c.wait_ready(60) for c in self.cachers))
+        self.service_resolver = EndpointServiceResolver(self.rest("v1", "services"), self.rest("v1", "endpoints"))
         self.custom_resources = CustomResourceHandler(
             self.rest("apiextensions.k8s.io/v1", "customresourcedefinitions"), store, admission, self._cacher_for,
-            self._custom_resources_changed,
+            self._custom_resources_changed, self.service_resolver.resolve,
         )  # fmt: skip
         self.handlers = ResourceHandlers(self.table, self.stores, self.custom_resources.resolve)
         self.resource_metrics = resource_metrics.ResourceMetrics(self.rest("v1", "pods"), self.rest("v1", "nodes"))

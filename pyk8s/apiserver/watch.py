@@ -109,11 +109,13 @@ class WatchServer:
                 except errors.StatusError as err:
                     await resp.write(_error_event(err, media))
                     break
+                await encoder.prepare(ev)
                 chunks = [encoder.line(ev)]
                 while len(chunks) < 256:
                     more = watcher.next_nowait()
                     if more is None:
                         break
+                    await encoder.prepare(more)
                     chunks.append(encoder.line(more))
                 self.metrics.events_sent += len(chunks)
                 await resp.write(b"".join(chunks))
@@ -148,6 +150,13 @@ class _Encoder:
         if self.protobuf:
             return protobuf.watch_frame(typ, protobuf.encode_object(doc))
         return _event_line(typ, orjson.dumps(doc))
+
+    async def prepare(self, ev: WatchedEvent) -> None:
+        """What `line` needs done asynchronously: the object's conversion, unless its line is cached already."""
+        if ev.event is None or ev.object is None:
+            return
+        if (self.table and self.first) or (self.fmt, ev.type) not in ev.event.memo:
+            await self.r.ready_for_client([ev.object])
 
     def line(self, ev: WatchedEvent) -> bytes:
         r = self.r
