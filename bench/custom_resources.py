@@ -15,19 +15,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import ssl
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import orjson
 from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from apiserver import Client  # bench/apiserver.py: an HTTPS session to the server under test
 
 from pyk8s.testing.cluster import APIServerProcess
 
@@ -122,20 +122,6 @@ def config_map(name: str, size: int) -> dict[str, Any]:
     pad = max(0, size - len(orjson.dumps(base)) - 12)
     base["data"] = {"payload": "y" * pad}
     return base
-
-
-class Client:
-    def __init__(self, server: APIServerProcess) -> None:
-        self.server = server
-        self.ctx = ssl.create_default_context(cafile=str(server.ca_file))
-        self.headers = {"Authorization": f"Bearer {server.token}", "Content-Type": "application/json"}
-
-    def session(self, limit: int = 64) -> aiohttp.ClientSession:
-        return aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=limit, ssl=self.ctx),
-            headers=self.headers,
-            timeout=aiohttp.ClientTimeout(total=None),
-        )
 
 
 def collection(kind: str) -> str:

@@ -26,7 +26,7 @@ from ..api.types.codec import DecodeError, decoder_for, unknown_paths
 from ..apiserver.admission import Chain
 from ..apiserver.handlers import Resolved
 from ..apiserver.negotiation import APPLY_PATCH_YAML, JSON_PATCH, MERGE_PATCH
-from ..apiserver.registry.rest import Context, ListOptions, RESTStore
+from ..apiserver.registry.rest import Context, RESTStore
 from ..apiserver.request_info import RequestInfo
 from ..apiserver.tables import Printer, table
 from ..storage import Store
@@ -34,6 +34,7 @@ from ..storage.cacher import Cacher
 from . import apihelpers as h
 from . import openapi_builder
 from .conversion import ConverterSetupError, CRConverter, ServiceResolver, needs_conversion
+from .crd_controller import watch_crds
 from .customresource_strategy import CustomResourceStrategy, SelectableField
 from .schema.cel_validation import rule_validator_for
 from .schema.defaulting import default
@@ -416,22 +417,13 @@ class CustomResourceHandler:
         self.on_change()
 
     async def run(self) -> None:
-        while True:
-            try:
-                watcher = await self.crds.watch("", ListOptions())
-                async for ev in watcher:
-                    obj = ev.object
-                    if obj is None:
-                        continue
-                    if ev.type == "DELETED":
-                        await self.remove(obj["metadata"]["name"])
-                    else:
-                        await self.sync(obj)
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # a broken CRD must not stop the serving of the others
-                log.exception("custom resource handler: restarting its watch")
-                await asyncio.sleep(1)
+        async def handle(event_type: str, crd: Object) -> None:
+            if event_type == "DELETED":
+                await self.remove(crd["metadata"]["name"])
+            else:
+                await self.sync(crd)
+
+        await watch_crds(self.crds, handle, "custom resource handler")
 
     async def sync(self, crd: Object) -> None:
         name = crd["metadata"]["name"]

@@ -15,8 +15,8 @@ import logging
 from ..api import errors
 from ..api.meta import Object, json_copy
 from ..apiserver.registry.rest import DeleteOptions, ListOptions, RESTStore
-from ..client.workqueue import Queue
 from . import apihelpers as h
+from .crd_controller import CRDController
 from .customresource_handler import CustomResourceHandler, system_context
 
 log = logging.getLogger("pyk8s.apiextensions")
@@ -25,46 +25,14 @@ POLL_SECONDS = 0.5  # upstream polls every 5 s for a minute; in process, the cac
 WAIT_SECONDS = 60.0
 
 
-class CRDFinalizer:
+class CRDFinalizer(CRDController):
     def __init__(self, crds: RESTStore, handler: CustomResourceHandler) -> None:
-        self.crds = crds
+        super().__init__(crds, "CustomResourceDefinition-CRDFinalizer")
         self.handler = handler
-        self.queue: Queue[str] = Queue("CustomResourceDefinition-CRDFinalizer")
 
-    async def run(self) -> None:
-        worker = asyncio.create_task(self._work())
-        try:
-            while True:
-                try:
-                    watcher = await self.crds.watch("", ListOptions())
-                    async for ev in watcher:
-                        obj = ev.object
-                        if obj is not None and ev.type != "DELETED" and obj["metadata"].get("deletionTimestamp"):
-                            self.queue.add(obj["metadata"]["name"])
-                except asyncio.CancelledError:
-                    raise
-                except Exception:
-                    log.exception("CRD finalizer: restarting its watch")
-                    await asyncio.sleep(1)
-        finally:
-            worker.cancel()
-            self.queue.shut_down()
-
-    async def _work(self) -> None:
-        while True:
-            name = await self.queue.get()
-            try:
-                again = await self.sync(name)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("CRD finalizer: syncing %s", name)
-                again = True
-            finally:
-                self.queue.done(name)
-            if again:
-                await asyncio.sleep(1)
-                self.queue.add(name)
+    def on_event(self, event_type: str, crd: Object) -> None:
+        if event_type != "DELETED" and crd["metadata"].get("deletionTimestamp"):
+            self.queue.add(crd["metadata"]["name"])
 
     async def _write_status(self, crd: Object) -> Object | None:
         """The CRD's status (and finalizers) as `crd` has them; None when it is gone or changed meanwhile."""

@@ -11,18 +11,14 @@ steps are one controller here (the intermediate `Installing` state is still writ
 
 from __future__ import annotations
 
-import asyncio
-import logging
 from typing import Any
 
 from ..api import errors
 from ..api.meta import Object
-from ..apiserver.registry.rest import ListOptions, RESTStore
-from ..client.workqueue import Queue
+from ..apiserver.registry.rest import RESTStore
 from . import apihelpers as h
+from .crd_controller import CRDController
 from .customresource_handler import system_context
-
-log = logging.getLogger("pyk8s.apiextensions")
 
 
 def accepted_names_in_group(crds: list[Object], group: str) -> tuple[set[str], set[str]]:
@@ -104,57 +100,25 @@ def names_and_conditions(crd: Object, all_crds: list[Object]) -> tuple[dict[str,
     return new, cond, established
 
 
-class NamingController:
+class NamingController(CRDController):
     """Keeps every CRD's accepted names and its NamesAccepted and Established conditions."""
 
+    retry_delay = 0.2  # Installing is followed by Established at once
+
     def __init__(self, crds: RESTStore) -> None:
-        self.crds = crds
-        self.queue: Queue[str] = Queue("crd_naming_condition_controller")
+        super().__init__(crds, "crd_naming_condition_controller")
 
     def _all(self) -> list[Object]:
         entries, _ = self.crds.cacher.list(self.crds.resource.collection_key(""))
         return [en.obj for en in entries]
 
-    async def run(self) -> None:
-        workers = asyncio.create_task(self._work())
-        try:
-            while True:
-                try:
-                    watcher = await self.crds.watch("", ListOptions())
-                    async for ev in watcher:
-                        obj = ev.object
-                        if obj is None:
-                            continue
-                        self.queue.add(obj["metadata"]["name"])
-                        # A CRD that changed or went frees or takes names the others of its group may want.
-                        group = (obj.get("spec") or {}).get("group")
-                        for other in self._all():
-                            if (other.get("spec") or {}).get("group") == group:
-                                self.queue.add(other["metadata"]["name"])
-                except asyncio.CancelledError:
-                    raise
-                except Exception:
-                    log.exception("naming controller: restarting its watch")
-                    await asyncio.sleep(1)
-        finally:
-            workers.cancel()
-            self.queue.shut_down()
-
-    async def _work(self) -> None:
-        while True:
-            name = await self.queue.get()
-            try:
-                again = await self.sync(name)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("naming controller: syncing %s", name)
-                again = True
-            finally:
-                self.queue.done(name)
-            if again:
-                await asyncio.sleep(0.2)
-                self.queue.add(name)
+    def on_event(self, event_type: str, crd: Object) -> None:
+        self.queue.add(crd["metadata"]["name"])
+        # A CRD that changed or went frees or takes names the others of its group may want.
+        group = (crd.get("spec") or {}).get("group")
+        for other in self._all():
+            if (other.get("spec") or {}).get("group") == group:
+                self.queue.add(other["metadata"]["name"])
 
     async def sync(self, name: str) -> bool:
         """Bring one CRD's names and conditions up to date; True when it should be looked at again."""
