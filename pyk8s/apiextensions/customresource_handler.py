@@ -22,8 +22,9 @@ from typing import Any
 from ..api import errors, schema
 from ..api.meta import Object, labels_of
 from ..api.resources import SCALE, STANDARD_VERBS, STATUS, Resource, Subresource
-from ..api.types.codec import DecodeError, decoder_for, unknown_paths
+from ..api.types.codec import decoder_for, unknown_paths
 from ..apiserver.admission import Chain
+from ..apiserver.encoding import typed_object, typed_patch_result
 from ..apiserver.handlers import Resolved
 from ..apiserver.negotiation import APPLY_PATCH_YAML, JSON_PATCH, MERGE_PATCH
 from ..apiserver.registry.rest import Context, RESTStore
@@ -264,28 +265,15 @@ class CustomResolved(Resolved):
         return obj, [f"unknown field {errors.go_quote(p)}" for p in problems + pruned]
 
     def typed_object(self, obj: Object, mode: str, duplicates: list[str]) -> tuple[Object, list[str]]:
-        try:
-            obj, unknown = self._coerce(obj, mode)
-        except DecodeError as e:
-            raise errors.cannot_decode(self.served.kind, self.served.version, e) from None
-        if mode == "Ignore":
-            return obj, []
-        problems = [f"duplicate field {errors.go_quote(d)}" for d in duplicates] + unknown
-        if problems and mode == "Strict":
-            raise errors.bad_request("strict decoding error: " + ", ".join(problems))
-        return obj, problems
+        return typed_object(obj, self.served, mode, duplicates, self._coerce_body)
 
     def typed_patch_result(
         self, obj: Object, mode: str, shown: Callable[[], Any], changed: frozenset[str] | None = None
     ) -> tuple[Object, list[str]]:
-        try:
-            obj, problems = self._coerce(obj, mode)
-        except DecodeError as e:
-            raise errors.invalid_object("", "", [errors.invalid("patch", _shown(shown()), str(e))]) from None
-        if problems and mode == "Strict":
-            detail = "strict decoding error: " + ", ".join(problems)
-            raise errors.invalid_object("", "", [errors.invalid("patch", _shown(shown()), detail)])
-        return obj, problems
+        return typed_patch_result(obj, self.served, mode, shown, changed, self._coerce_body)
+
+    def _coerce_body(self, obj: Object, mode: str, changed: frozenset[str] | None) -> tuple[Object, list[str]]:
+        return self._coerce(obj, mode)
 
     def table(
         self, objs: list[Object], *, include: str, version: str, list_meta: dict[str, Any], headers: bool = True
@@ -338,17 +326,6 @@ def _with_api_version(obj: Object, api_version: str) -> Object:
     if obj.get("apiVersion") == api_version:
         return obj
     return {**obj, "apiVersion": api_version}
-
-
-def _shown(value: Any) -> str:
-    import orjson
-
-    if isinstance(value, str):
-        return value
-    try:
-        return orjson.dumps(value).decode()
-    except TypeError:
-        return str(value)
 
 
 class CustomResourceHandler:

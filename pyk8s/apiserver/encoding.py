@@ -167,11 +167,19 @@ def _typed(obj: Object, served: Resource, mode: str, changed: frozenset[str] | N
     return typed, [f"unknown field {errors.go_quote(p)}" for p in unknown_paths(unknown or [])]
 
 
-def typed_object(obj: Object, served: Resource, mode: str, duplicates: list[str]) -> tuple[Object, list[str]]:
-    """A request body read into the kind's Go types as upstream decodes it: the object as it will be stored,
-    and the warnings for unknown and duplicate fields (a 400 instead under Strict, nothing under Ignore)."""
+# How a body becomes what is stored: (object, mode, only these top-level fields changed) -> (object, unknown
+# field warnings); DecodeError when it cannot. The built-in kinds' is `_typed` (their Go types).
+Coerce = Callable[[Object, str, "frozenset[str] | None"], tuple[Object, list[str]]]
+
+
+def typed_object(
+    obj: Object, served: Resource, mode: str, duplicates: list[str], coerce: Coerce | None = None
+) -> tuple[Object, list[str]]:
+    """A request body read into the kind's Go types as upstream decodes it (or as `coerce` reads it): the
+    object as it will be stored, and the warnings for unknown and duplicate fields (a 400 instead under
+    Strict, nothing under Ignore)."""
     try:
-        typed, unknown = _typed(obj, served, mode)
+        typed, unknown = coerce(obj, mode, None) if coerce else _typed(obj, served, mode)
     except DecodeError as e:
         raise errors.cannot_decode(served.kind, served.version, e) from None
     if mode == "Ignore":
@@ -196,13 +204,18 @@ def typed_body(raw: Any, type_name: str, kind: str, version: str = "v1") -> Obje
 
 
 def typed_patch_result(
-    obj: Object, served: Resource, mode: str, shown: Callable[[], Any], changed: frozenset[str] | None = None
+    obj: Object,
+    served: Resource,
+    mode: str,
+    shown: Callable[[], Any],
+    changed: frozenset[str] | None = None,
+    coerce: Coerce | None = None,
 ) -> tuple[Object, list[str]]:
-    """A patched object read into the kind's types: what goes wrong is a 422 on the field `patch` showing
-    `shown` (the patched JSON, or the strategic patch), as upstream's patch handler answers. `changed`: the
-    top-level fields the patch could have changed, when it is known that it changed no others."""
+    """A patched object read into the kind's types (or by `coerce`): what goes wrong is a 422 on the field
+    `patch` showing `shown` (the patched JSON, or the strategic patch), as upstream's patch handler answers.
+    `changed`: the top-level fields the patch could have changed, when it is known that it changed no others."""
     try:
-        typed, problems = _typed(obj, served, mode, changed)
+        typed, problems = coerce(obj, mode, changed) if coerce else _typed(obj, served, mode, changed)
     except DecodeError as e:
         raise errors.invalid_object("", "", [errors.invalid("patch", _shown(shown()), str(e))]) from None
     if problems and mode == "Strict":
