@@ -356,13 +356,20 @@ def test_top_pods(cluster):
 def test_a_node_address_another_client_changed_is_set_back(cluster):
     # Its kubelet's next status check (every 10 s) writes the loopback address again, as upstream's setters do.
     patch = '{"status":{"addresses":[{"type":"InternalIP","address":"10.1.2.4"},{"type":"Hostname","address":"lt-0"}]}}'
-    cluster.kubectl("patch", "node", "lt-0", "--subresource=status", "--type=merge", "-p", patch, check=True)
-    assert kubectl_err(cluster, "logs", "echo").startswith('Error from server (BadRequest): node "lt-0" has kubelet')
 
     def internal_ip() -> str | None:
         addresses = kubectl_json(cluster, "get", "node", "lt-0")["status"]["addresses"]
         found = {a["type"]: a["address"] for a in addresses}.get("InternalIP")
         return found if found == "127.0.0.1" else None
+
+    for _ in range(3):
+        cluster.kubectl("patch", "node", "lt-0", "--subresource=status", "--type=merge", "-p", patch, check=True)
+        res = cluster.kubectl("logs", "echo")
+        if res.returncode != 0 or not internal_ip():
+            break
+        # the kubelet's status check came between the patch and the logs request: the race is lost, try again
+    assert res.returncode != 0
+    assert res.stderr.startswith('Error from server (BadRequest): node "lt-0" has kubelet')
 
     wait_for("the node's own address back", internal_ip, timeout=30)
     assert kubectl_ok(cluster, "logs", "echo") == "hi\nthere\n"
