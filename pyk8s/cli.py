@@ -104,6 +104,7 @@ def parse_duration(text: str) -> float:
 
 
 def _apiserver_options(data_dir: Path, **kw: object) -> object:
+    from .aggregator.options import AggregatorOptions, parse_string_slice
     from .apiserver.admission.plugins import AdmissionOptions, parse_plugin_list
     from .apiserver.server import APIServerOptions
 
@@ -113,11 +114,22 @@ def _apiserver_options(data_dir: Path, **kw: object) -> object:
         default_not_ready_toleration_seconds=int(kw["default_not_ready_toleration_seconds"]),  # type: ignore[call-overload]
         default_unreachable_toleration_seconds=int(kw["default_unreachable_toleration_seconds"]),  # type: ignore[call-overload]
     )
-    problems = admission.validate()
+    aggregator = AggregatorOptions(
+        proxy_client_cert_file=str(kw["proxy_client_cert_file"]),
+        proxy_client_key_file=str(kw["proxy_client_key_file"]),
+        requestheader_client_ca_file=str(kw["requestheader_client_ca_file"]),
+        requestheader_allowed_names=parse_string_slice(str(kw["requestheader_allowed_names"])),
+        requestheader_username_headers=parse_string_slice(str(kw["requestheader_username_headers"])),
+        requestheader_group_headers=parse_string_slice(str(kw["requestheader_group_headers"])),
+        requestheader_extra_headers_prefix=parse_string_slice(str(kw["requestheader_extra_headers_prefix"])),
+        enable_aggregator_routing=bool(kw["enable_aggregator_routing"]),
+    )
+    problems = admission.validate() + aggregator.validate()
     if problems:
         raise click.UsageError("; ".join(problems))
     return APIServerOptions(
         admission=admission,
+        aggregator=aggregator,
         data_dir=data_dir.expanduser().resolve(),
         etcd_servers=[s for s in str(kw["etcd_servers"]).split(",") if s],
         bind_address=str(kw["bind_address"]),
@@ -187,6 +199,51 @@ _server_options = [
         default=300,
         show_default=True,
         help="tolerationSeconds of the unreachable:NoExecute toleration added to pods.",
+    ),
+    click.option(
+        "--proxy-client-cert-file",
+        default="",
+        help="Client certificate the aggregator presents to extension API servers (default: the PKI's "
+        "front-proxy-client.crt).",
+    ),
+    click.option("--proxy-client-key-file", default="", help="Key of --proxy-client-cert-file."),
+    click.option(
+        "--requestheader-client-ca-file",
+        default="",
+        help="CA that extension API servers verify the front proxy's certificate with, published in "
+        "kube-system/extension-apiserver-authentication (default: the PKI's front-proxy-ca.crt).",
+    ),
+    click.option(
+        "--requestheader-allowed-names",
+        default="front-proxy-client",
+        show_default=True,
+        help="Common names of front-proxy certificates allowed to assert users in headers (comma-separated; "
+        "empty: any).",
+    ),
+    click.option(
+        "--requestheader-username-headers",
+        default="X-Remote-User",
+        show_default=True,
+        help="Request headers to inspect for usernames (comma-separated).",
+    ),
+    click.option(
+        "--requestheader-group-headers",
+        default="X-Remote-Group",
+        show_default=True,
+        help="Request headers to inspect for groups (comma-separated).",
+    ),
+    click.option(
+        "--requestheader-extra-headers-prefix",
+        default="X-Remote-Extra-",
+        show_default=True,
+        help="Request header prefixes to inspect for extra user information (comma-separated).",
+    ),
+    click.option(
+        "--enable-aggregator-routing",
+        is_flag=True,
+        default=False,
+        help="Proxy to an APIService's Service through its endpoints' addresses rather than its cluster IP "
+        "(pyk8s has no service proxy: a cluster IP is reached only when it is a loopback address).",
     ),
     click.option("-v", "--v", "verbosity", default=0, help="Log verbosity (0-4)."),
 ]

@@ -193,12 +193,15 @@ RESOURCES: tuple[Resource, ...] = (
     # apiextensions.k8s.io/v1: the definitions of custom resources (pyk8s.apiextensions)
     _r("apiextensions.k8s.io/v1", "CustomResourceDefinition", "customresourcedefinitions", False, ["crd", "crds"],
        ["api-extensions"], sub=[STATUS]),
+    # apiregistration.k8s.io/v1: the API services the aggregator serves here or proxies to (pyk8s.aggregator)
+    _r("apiregistration.k8s.io/v1", "APIService", "apiservices", False, categories=["api-extensions"], sub=[STATUS]),
 )  # fmt: skip
 
 # The order groups appear in discovery (upstream lists them in this order too); the first version listed
 # for a group is its preferred version.
 GROUP_ORDER = (
     "",
+    "apiregistration.k8s.io",  # the aggregator's own group comes first in /apis
     "apps",
     "events.k8s.io",
     "autoscaling",

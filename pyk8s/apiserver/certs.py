@@ -2,7 +2,10 @@
 
 On first start the API server makes a CA, a serving certificate for its addresses, an admin client
 certificate (CN `pyk8s-admin`, O `system:masters`) and an admin bearer token, under `<data-dir>/pki`;
-later starts reuse them, and re-issue the serving certificate when its names change. The data directory and
+later starts reuse them, and re-issue the serving certificate when its names change. Beside them, as kubeadm
+lays out a control plane's PKI, a front-proxy CA and the `front-proxy-client` certificate it signs: the
+identity the aggregator presents to extension API servers (`--proxy-client-cert-file`), which they trust
+through `--requestheader-client-ca-file`. The data directory and
 `pki/` are 0700, the private keys, the token and admin.kubeconfig 0600 (`pyk8s.file_modes`).
 """
 
@@ -19,6 +22,7 @@ from pathlib import Path
 
 import yaml
 from cryptography import x509
+from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
@@ -27,6 +31,8 @@ from ..file_modes import ensure_private_dir, tighten_file, write_private_file
 
 ADMIN_USER = "pyk8s-admin"
 ADMIN_GROUP = "system:masters"
+FRONT_PROXY_CA_NAME = "front-proxy-ca"  # kubeadm's names for the front-proxy CA and client certificate
+FRONT_PROXY_CLIENT_NAME = "front-proxy-client"
 _VALIDITY = dt.timedelta(days=3650)
 
 
@@ -40,6 +46,10 @@ class PKI:
     admin_cert: Path
     admin_key: Path
     admin_token: str
+    front_proxy_ca_cert: Path
+    front_proxy_ca_key: Path
+    front_proxy_client_cert: Path
+    front_proxy_client_key: Path
 
 
 def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
@@ -132,7 +142,8 @@ def ensure_pki(data_dir: Path, names: list[str]) -> PKI:
     d = data_dir / "pki"
     ensure_private_dir(d)
     # Secrets written by an older pyk8s, or loosened by hand, are made private again (pyk8s.file_modes).
-    for secret in ("ca.key", "apiserver.key", "admin.key", "admin.token"):
+    keys = ("ca.key", "apiserver.key", "admin.key", "front-proxy-ca.key", "front-proxy-client.key")
+    for secret in (*keys, "admin.token"):
         tighten_file(d / secret)
     tighten_file(data_dir / "admin.kubeconfig")
     ca_cert, ca_key = d / "ca.crt", d / "ca.key"
@@ -170,7 +181,44 @@ def ensure_pki(data_dir: Path, names: list[str]) -> PKI:
     if not token_file.exists():
         write_private_file(token_file, secrets.token_urlsafe(32).encode())
     token = token_file.read_text().strip()
-    return PKI(d, ca_cert, ca_key, serving_cert, serving_key, admin_cert, admin_key, token)
+    proxy_ca, proxy_ca_key, proxy_client, proxy_client_key = _ensure_front_proxy(d)
+    return PKI(
+        d, ca_cert, ca_key, serving_cert, serving_key, admin_cert, admin_key, token,
+        proxy_ca, proxy_ca_key, proxy_client, proxy_client_key,
+    )  # fmt: skip
+
+
+def _ensure_front_proxy(d: Path) -> tuple[Path, Path, Path, Path]:
+    """The front-proxy CA (its own, as kubeadm's: a client certificate of the cluster CA must not be able to
+    assert identities in headers) and the `front-proxy-client` certificate, created when missing."""
+    ca_cert, ca_key = d / "front-proxy-ca.crt", d / "front-proxy-ca.key"
+    if not ca_cert.exists() or not ca_key.exists():
+        key = ec.generate_private_key(ec.SECP256R1())
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, FRONT_PROXY_CA_NAME)])
+        write_private_file(ca_key, _key_pem(key))
+        ca_cert.write_bytes(_issue(name, key, name, key, ca=True).public_bytes(serialization.Encoding.PEM))
+    client_cert, client_key = d / "front-proxy-client.crt", d / "front-proxy-client.key"
+    if not client_cert.exists() or not client_key.exists() or not _issued_by(client_cert, ca_cert):
+        issuer_key = _load_key(ca_key)
+        issuer = x509.load_pem_x509_certificate(ca_cert.read_bytes()).subject
+        key = ec.generate_private_key(ec.SECP256R1())
+        subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, FRONT_PROXY_CLIENT_NAME)])
+        cert = _issue(subject, key, issuer, issuer_key, usage=[ExtendedKeyUsageOID.CLIENT_AUTH])
+        write_private_file(client_key, _key_pem(key))
+        client_cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    return ca_cert, ca_key, client_cert, client_key
+
+
+def _issued_by(cert_path: Path, ca_path: Path) -> bool:
+    """Whether the certificate at `cert_path` names the CA at `ca_path` as its issuer (a CA made anew, its old
+    client certificate is re-issued)."""
+    cert = x509.load_pem_x509_certificate(cert_path.read_bytes())
+    ca = x509.load_pem_x509_certificate(ca_path.read_bytes())
+    try:
+        cert.verify_directly_issued_by(ca)
+    except (ValueError, TypeError, InvalidSignature):
+        return False
+    return True
 
 
 def _b64(path: Path) -> str:

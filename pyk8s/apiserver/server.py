@@ -20,6 +20,8 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
+from ..aggregator.apiserver import APIAggregator
+from ..aggregator.options import AggregatorOptions
 from ..api import errors
 from ..api.meta import Object
 from ..api.resources import TABLE, ResourceTable
@@ -91,6 +93,7 @@ class APIServerOptions:
     # PYK8S_MAX_PENDING_CONNECTIONS exists for tests.
     max_pending_connections: int = field(default_factory=lambda: int(_env_number("PYK8S_MAX_PENDING_CONNECTIONS", 0)))
     admission: AdmissionOptions = field(default_factory=AdmissionOptions)
+    aggregator: AggregatorOptions = field(default_factory=AggregatorOptions)
 
     @property
     def storage_url(self) -> str:
@@ -111,6 +114,7 @@ class APIServer:
         self.watch_metrics = WatchMetrics()
         self.handlers: ResourceHandlers | None = None
         self.custom_resources: CustomResourceHandler | None = None  # what the CRDs define (apiextensions)
+        self.aggregator: APIAggregator | None = None  # APIServices: proxying, availability, merged discovery
         self._tasks: list[asyncio.Task[None]] = []
         self.resource_metrics: resource_metrics.ResourceMetrics | None = None
         # Discovery lists the metrics.k8s.io group too, which has no storage (see resource_metrics).
@@ -169,6 +173,7 @@ class APIServer:
             await migrate_stored_form(self.store, self.stores.values())
             await self._start_apiextensions()
             await self._ensure_system_namespaces()
+            await self._start_aggregator()
             await self._serve()
             await self._reconcile_kubernetes_service()
         except BaseException:
@@ -291,6 +296,16 @@ class APIServer:
         self._discovery.clear()
         self.openapi = OpenAPI(ResourceTable([*self.table.resources, *custom]),
                                *self.custom_resources.openapi_definitions())  # fmt: skip
+        if self.aggregator is not None:
+            self.aggregator.custom_resources_changed()
+
+    async def _start_aggregator(self) -> None:
+        """The local APIServices and the authentication ConfigMap in place, then the aggregator's controllers."""
+        assert self.pki is not None
+        self.aggregator = APIAggregator(self.rest, self.pki, self.options.aggregator, lambda: self.discovery_table,
+                                        lambda: self.url)  # fmt: skip
+        await self.aggregator.start()
+        self._tasks.append(asyncio.create_task(self.aggregator.run()))
 
     async def _start_apiextensions(self) -> None:
         """Serve the CRDs stored now, then keep their names, conditions, handlers and cleanup going."""
@@ -394,6 +409,8 @@ class APIServer:
         # An authenticated request ends its connection's pending state now, not when it ends (a watch is long).
         self.connections.request_seen(request.protocol, not request["user"].anonymous)
         info = request["info"]
+        if self.aggregator is not None and self.aggregator.proxies(info):
+            return await self.aggregator.proxy(request)  # an extension API server's group version
         if info.is_resource_request and info.api_group == resource_metrics.GROUP:
             assert self.resource_metrics is not None
             return await self.resource_metrics.serve(request, info)
@@ -422,6 +439,10 @@ class APIServer:
             return self._openapi(request, parts[1:])
         if path == "/metrics":
             return web.Response(body=self.metrics.exposition(), content_type="text/plain", charset="utf-8")
+        if self.aggregator is not None and parts[0] == "apis" and len(parts) <= 2:
+            merged = self.aggregator.discovery(request, path)  # with the extension servers' groups
+            if merged is not None:
+                return merged
         if path in ("/api", "/apis"):
             return self._discovery_root(request, legacy=path == "/api")
         if parts[0] == "apis" and len(parts) == 2:

@@ -11,7 +11,14 @@ import stat
 from pyk8s.testing.cluster import APIServerProcess
 
 STATE = ["state.db", "state.db-wal", "state.db-shm", "state.db.lock", "admin.kubeconfig"]
-SECRETS = ["pki/ca.key", "pki/apiserver.key", "pki/admin.key", "pki/admin.token"]
+SECRETS = [
+    "pki/ca.key",
+    "pki/apiserver.key",
+    "pki/admin.key",
+    "pki/admin.token",
+    "pki/front-proxy-ca.key",
+    "pki/front-proxy-client.key",
+]
 
 
 def mode(path) -> int:

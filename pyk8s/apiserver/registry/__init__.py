@@ -32,5 +32,6 @@ def strategy_for(resource: Resource) -> Strategy:
 
 
 # The group modules register their strategies on import.
+from ...aggregator import registry as _apiservices  # noqa: E402, F401 -- APIServices' strategy
 from ...apiextensions import crd_strategy  # noqa: E402, F401 -- CustomResourceDefinitions' strategy
 from . import apps, autoscaling, batch, core, networking, policy, rbac, scheduling, storage_classes  # noqa: E402, F401
