@@ -22,7 +22,7 @@ from typing import Any
 from ..api import errors, schema
 from ..api.meta import Object, labels_of
 from ..api.resources import SCALE, STANDARD_VERBS, STATUS, Resource, Subresource
-from ..api.types.codec import decoder_for, unknown_paths
+from ..api.types.codec import unknown_paths
 from ..apiserver.admission import Chain
 from ..apiserver.encoding import typed_object, typed_patch_result
 from ..apiserver.handlers import Resolved
@@ -38,8 +38,8 @@ from .conversion import ConverterSetupError, CRConverter, ServiceResolver, needs
 from .crd_controller import watch_crds
 from .customresource_strategy import CustomResourceStrategy, SelectableField
 from .schema.cel_validation import rule_validator_for
-from .schema.defaulting import default
-from .schema.pruning import prune, prune_non_nullable_nulls
+from .schema.defaulting import prune_and_default
+from .schema.objectmeta import object_meta_decoder
 from .schema.validation import SchemaValidator
 from .tableconvertor import printer_for_columns
 
@@ -255,11 +255,9 @@ class CustomResolved(Resolved):
         md = obj.get("metadata")
         problems: list[str] = []
         if md is not None:
-            obj["metadata"] = decoder_for(OBJECT_META).decode(md, unknown)
+            obj["metadata"] = object_meta_decoder().decode(md, unknown)
             problems += [f"metadata.{p}" for p in unknown_paths(unknown or [])]
-        pruned = prune(obj, self.version.schema, is_resource_root=True)
-        prune_non_nullable_nulls(obj, self.version.schema)
-        default(obj, self.version.schema)
+        pruned = prune_and_default(obj, self.version.schema)  # prune, prune_non_nullable_nulls, default
         if mode == "Ignore":
             return obj, []
         return obj, [f"unknown field {errors.go_quote(p)}" for p in problems + pruned]

@@ -34,9 +34,10 @@ def _with_rules(
     """Schema errors, then the CEL rules' (or, after a blocking schema error, the note that they were not run)."""
     if rules is None:
         return errs
-    if any(err.type in _BLOCKING for err in errs):
+    if errs and any(err.type in _BLOCKING for err in errs):
         return [*errs, e.invalid("<nil>", None, _RULES_NOT_CHECKED)]
-    return errs + rules.validate(new, old)
+    found = rules.validate(new, old)
+    return errs + found if errs else found
 
 
 class CustomResourceStrategy(Strategy):

@@ -66,7 +66,7 @@ class Node:
 
     id: int
     kind: str
-    name: str = ""  # ident name, selected field, called function
+    name: str = ""  # ident name, selected field, called function; a constant's type (int, uint, string, ...)
     value: Any = None  # a constant's value; for select, whether it is has()
     target: Node | None = None  # select operand, member call receiver
     args: list[Node] = field(default_factory=list)  # call args, list elements, map/struct values
@@ -92,11 +92,23 @@ def _const(f: Fields) -> Any:
     return None
 
 
+_CONST_KINDS = {1: "null", 2: "bool", 3: "int", 4: "uint", 5: "double", 6: "string", 7: "bytes"}
+
+
+def _const_kind(f: Fields) -> str:
+    """A constant's CEL type (its `name` in the tree): an int and a uint are both Python ints."""
+    for number, kind in _CONST_KINDS.items():
+        if number in f:
+            return kind
+    return ""
+
+
 def _expr(buf: bytes) -> Node:
     f = _fields(buf)
     eid = _one(f, 2, 0)
     if 3 in f:
-        return Node(eid, "const", value=_const(_fields(_one(f, 3))))
+        c = _fields(_one(f, 3))
+        return Node(eid, "const", name=_const_kind(c), value=_const(c))
     if 4 in f:
         return Node(eid, "ident", name=_one(_fields(_one(f, 4)), 1, b"").decode())
     if 5 in f:
@@ -172,6 +184,25 @@ def idents(root: Node) -> set[str]:
         stack.extend(n.args)
         stack.extend(n.parts.values())
     return out
+
+
+def selected_fields(root: Node, name: str) -> frozenset[str] | None:
+    """The fields the tree selects on variable `name` (`self.a`, `has(self.b)`), or None when it reads the
+    variable otherwise too (whole: `self == oldSelf`, `self.all(...)`, `self.?a`, a size or a call)."""
+    out: set[str] = set()
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if n.kind == "ident" and n.name == name:
+            return None  # a use that is not the operand of a select
+        if n.kind == "select" and n.target is not None and n.target.kind == "ident" and n.target.name == name:
+            out.add(n.name)
+            continue
+        if n.target is not None:
+            stack.append(n.target)
+        stack.extend(n.args)
+        stack.extend(n.parts.values())
+    return frozenset(out)
 
 
 # -- cost estimate ------------------------------------------------------------------------------------------------

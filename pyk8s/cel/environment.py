@@ -14,12 +14,14 @@ from __future__ import annotations
 import functools
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from cel_expr_python import cel
 
 from . import checked, library
+from .fastpath import compile_shortcut
 from .kubetypes import POOL
 
 T = cel.Type
@@ -147,6 +149,9 @@ class Program:
     output: str  # the checked result type's name: bool, string, dyn, ...
     optional_old_self: bool
     prefix_length: int = 0  # the characters compiled before `source` (the optionalOldSelf binding)
+    # True when the expression certainly evaluates to true with `self` bound to the value (fastpath), for the
+    # rules simple enough to tell without the runtime; None for the others.
+    shortcut: Callable[[Any], bool] | None = None
 
     @property
     def uses_old_self(self) -> bool:
@@ -237,4 +242,5 @@ def compile_expression(source: str, self_decl: Decl, *, optional_old_self: bool 
         raise CompileError("compilation failed: " + _clean(error, shift))
     tree = checked.decode(expression.serialize())
     output = expression.return_type().name().lower()
-    return Program(source, expression, env, tree, output, optional_old_self, len(prefix))
+    shortcut = None if optional_old_self else compile_shortcut(tree.root, SELF)
+    return Program(source, expression, env, tree, output, optional_old_self, len(prefix), shortcut)

@@ -17,12 +17,13 @@ import orjson
 from ...api import errors as e
 from ...api.errors import FieldError
 from ...cel import checked
-from ...cel.environment import CompileError, CostLimitExceeded, Decl, EvalError, Program, compile_expression
+from ...cel.environment import SELF, CompileError, CostLimitExceeded, Decl, EvalError, Program, compile_expression
 from ...cel.environment import schema_decl as _schema_decl
 from ...cel.schemacheck import result_type, undefined_fields
 from ...cel.values import ValueModel
 from ..gofmt import GoValue, _rule
 from . import cel_cost
+from .cel_shortcut import all_certainly_true, shortcut_sites
 from .ratcheting import Correlation
 from .structural import FieldPathError, child, index, key, render_field_path, valid_field_path
 
@@ -97,6 +98,10 @@ class _Node:
     items: _Node | None = None
     all_of: list[_Node] = field(default_factory=list)
     model: ValueModel | None = None
+    # The fields of `self` that the rules and their messageExpressions read, when they read it only through
+    # fields (None: they read it whole): the rules are evaluated on an object of just those fields, as the
+    # runtime converts the whole value it is given.
+    self_fields: frozenset[str] | None = None
 
     @property
     def type_str(self) -> str:
@@ -173,6 +178,7 @@ class RuleValidator:
     def __init__(self, schema: dict[str, Any], *, resource_root: bool = True) -> None:
         self.schema = schema
         self.root = self._build(schema, schema, "", None, 1, resource_root) if _has_rules(schema) else None
+        self._sites = shortcut_sites(self.root) if self.root is not None else None
 
     @property
     def has_rules(self) -> bool:
@@ -246,8 +252,10 @@ class RuleValidator:
         on update, failures of rules without oldSelf at values equal to their old values are dropped."""
         if self.root is None:
             return []
+        if old is None and self._sites is not None and all_certainly_true(self._sites, obj):
+            return []
         state = _State(cel_cost.RUNTIME_BUDGET)
-        corr = _Ratchet(None, None)
+        corr = _NOT_RATCHETED
         if ratchet and old is not None:
             corr = _Ratchet(Correlation(old, obj, _SchemaView(self.schema)), None)  # type: ignore[arg-type]
         _validate(self.root, "", obj, old, old is not None, corr, state)
@@ -263,6 +271,14 @@ def _compile_rules(node: _Node, rules: Any) -> None:
     decl = _schema_decl(decl_schema)
     sizes = cel_cost.size_info(decl_schema)
     node.rules = [_compile(spec, i, decl, decl_schema, sizes) for i, spec in enumerate(rules) if isinstance(spec, dict)]
+    read: set[str] = set()
+    for rule in node.rules:
+        for program in (rule.program, rule.message_program):
+            fields = checked.selected_fields(program.tree.root, SELF) if program is not None else frozenset()
+            if fields is None:
+                return
+            read |= fields
+    node.self_fields = frozenset(read)
 
 
 def _checked(source: str, decl: Decl, decl_schema: dict[str, Any], optional: bool, want: str) -> Program:
@@ -351,11 +367,15 @@ def rules_checker(schema: dict[str, Any], path: str, uncorrelatable: str | None)
 # -- evaluation ---------------------------------------------------------------------------------------------------
 
 
-@dataclass
 class _State:
-    budget: int
-    errs: list[FieldError] = field(default_factory=list)
-    stopped: bool = False
+    """One object's evaluation: the cost budget left, the failures, whether evaluation stopped."""
+
+    __slots__ = ("budget", "errs", "stopped")
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.errs: list[FieldError] = []
+        self.stopped = False
 
 
 @dataclass(frozen=True)
@@ -380,6 +400,9 @@ class _Ratchet:
         return corr is not None and corr.unchanged()
 
 
+_NOT_RATCHETED = _Ratchet(None, None)
+
+
 def _at(path: str) -> str:
     return path or ROOT_FIELD
 
@@ -394,7 +417,9 @@ def _validate(node: _Node, path: str, v: Any, old: Any, has_old: bool, corr: _Ra
     for sub in node.all_of:
         if st.stopped:
             return
-        _validate(sub, path, v, old, has_old, _Ratchet(None, corr.parent), st)
+        _validate(
+            sub, path, v, old, has_old, _Ratchet(None, corr.parent) if corr.parent is not None else _NOT_RATCHETED, st
+        )
     if type(v) is dict:
         old_map = old if has_old and type(old) is dict else {}
         if node.additional is not None:
@@ -402,9 +427,14 @@ def _validate(node: _Node, path: str, v: Any, old: Any, has_old: bool, corr: _Ra
                 if st.stopped:
                     return
                 _validate(node.additional, key(path, k), x, old_map.get(k), k in old_map, corr.key(k), st)
-        if node.props:
+        props = node.props
+        if len(props) == 1:  # (a resource's rules on its spec): one look-up rather than a walk of the object
+            [(k, sub)] = props.items()
+            if k in v and not st.stopped:
+                _validate(sub, child(path, k), v[k], old_map.get(k), k in old_map, corr.key(k), st)
+        elif props:
             for k, x in v.items():
-                sub = node.props.get(k)
+                sub = props.get(k)
                 if sub is not None and not st.stopped:
                     _validate(sub, child(path, k), x, old_map.get(k), k in old_map, corr.key(k), st)
     elif type(v) is list and node.items is not None:
@@ -443,6 +473,7 @@ def _rules(node: _Node, path: str, v: Any, old: Any, has_old: bool, corr: _Ratch
     assert model is not None
     plain: Any = _UNSET
     canon: Any = _UNSET
+    fields = node.self_fields
     for rule in node.rules:
         if rule.error:
             st.errs.append(e.invalid(_at(path), node.type_str, f"rule compile error: {rule.error}"))
@@ -471,7 +502,12 @@ def _rules(node: _Node, path: str, v: Any, old: Any, has_old: bool, corr: _Ratch
             st.stopped = True
             return
         st.budget -= charge
-        activation = program.activation(self_v, old_v, has_old and uses_old)
+        seen = self_v
+        if fields is not None and type(self_v) is dict:
+            seen = {k: self_v[k] for k in fields if k in self_v}
+        if not uses_old and program.shortcut is not None and program.shortcut(seen):
+            continue  # certainly true: the runtime would say so too
+        activation = program.activation(seen, old_v, has_old and uses_old)
         try:
             result = program.evaluate(activation)
         except CostLimitExceeded as err:

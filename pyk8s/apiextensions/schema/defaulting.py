@@ -11,7 +11,16 @@ from ...api import errors as e
 from ...api.errors import FieldError
 from ...api.meta import json_copy
 from .objectmeta import coerce_error, validate_embedded
-from .pruning import META_FIELDS, Structural, prune, structural
+from .pruning import (
+    META_FIELDS,
+    Structural,
+    _keep_unknown,
+    _prune,
+    _prune_nulls,
+    prune,
+    prune_non_nullable_nulls,
+    structural,
+)
 from .validation import SchemaValidator
 from .values import deep_equal, shown
 
@@ -56,6 +65,121 @@ def _default(x: Any, s: Structural) -> None:
                 x[i] = v = _copy(items.default)
             if items.defaults_below and (type(v) is dict or type(v) is list):
                 _default(v, items)
+
+
+# --- pruning, dropping nulls and defaulting in one walk ----------------------------------------------------
+
+
+def prune_and_default(obj: Any, schema: Any) -> list[str]:
+    """What a custom resource's decode does with its schema, in one walk: `prune(obj, schema)` (the unknown
+    fields' paths are returned, sorted), then `prune_non_nullable_nulls` and `default`, with the same result
+    as the three in turn (each touches a field only through what is below it, so one visit can do all three)."""
+    s = structural(schema) if schema is not None else None
+    if s is None or type(obj) is not dict or s.preserve:
+        out = prune(obj, schema, is_resource_root=True)
+        prune_non_nullable_nulls(obj, schema)
+        default(obj, schema)
+        return out
+    out = []
+    _object(obj, s.as_root(), "", out)
+    out.sort()
+    return out
+
+
+def _apart(x: Any, s: Structural, path: str, out: list[str]) -> None:
+    # The three in turn, on a value below x-kubernetes-preserve-unknown-fields (rare enough to walk thrice).
+    _keep_unknown(x, s, path, out)
+    _prune_nulls(x, s)
+    if s.defaults_below:
+        _default(x, s)
+
+
+def _object(x: dict[str, Any], s: Structural, path: str, out: list[str]) -> None:
+    props, embedded, has_additional, additional = s.properties, s.embedded, s.has_additional, s.additional
+    doomed: list[str] = []  # (deleted after the walk: not while iterating)
+    for k, v in x.items():
+        t = type(v)
+        if t is str or t is int or t is bool or t is float:
+            # a scalar (most fields): nothing to drop, fill in or walk; only pruned when undeclared
+            if k in props or has_additional or (embedded and k in META_FIELDS):
+                continue
+            if k not in META_FIELDS or path:  # at the root the meta fields go silently
+                out.append(f"{path}.{k}" if path else k)
+            doomed.append(k)
+            continue
+        p = props.get(k)
+        sub = p if p is not None else additional
+        if embedded and k in META_FIELDS:
+            # not pruned (TypeMeta and ObjectMeta are coerced instead), but nulls and defaults apply below
+            if v is None:
+                if sub is not None and not sub.nullable:
+                    if not sub.has_default:
+                        doomed.append(k)
+                    elif p is None:
+                        x[k] = v = _copy(sub.default)
+                        if sub.defaults_below and (type(v) is dict or type(v) is list):
+                            _default(v, sub)
+            elif sub is not None and (type(v) is dict or type(v) is list):  # (without a schema, nothing to do)
+                _prune_nulls(v, sub)
+                if sub.defaults_below:
+                    _default(v, sub)
+            continue
+        if p is None and not has_additional:
+            if k not in META_FIELDS or path:  # at the root the meta fields go silently
+                out.append(f"{path}.{k}" if path else k)
+            doomed.append(k)
+        elif v is None:
+            if sub is None:
+                continue
+            if not sub.nullable:
+                if not sub.has_default:
+                    doomed.append(k)
+                elif p is None:  # an additionalProperties value: properties are defaulted below
+                    x[k] = v = _copy(sub.default)
+                    if sub.defaults_below and (type(v) is dict or type(v) is list):
+                        _default(v, sub)
+        elif t is dict or t is list:
+            at = f"{path}.{k}" if path else k
+            if sub is None:
+                _prune(v, None, at, out)
+            elif sub.preserve:
+                _apart(v, sub, at, out)
+            elif t is dict:
+                _object(v, sub, at, out)
+            else:
+                _array(v, sub, at, out)
+    for k in doomed:
+        del x[k]
+    for k, p in s.defaulted:
+        v = x.get(k, x)
+        if v is x or (v is None and not p.nullable):
+            x[k] = v = _copy(p.default)
+            if p.defaults_below and (type(v) is dict or type(v) is list):
+                _default(v, p)
+
+
+def _array(x: list[Any], s: Structural, path: str, out: list[str]) -> None:
+    items = s.items
+    if items is None:
+        for i, v in enumerate(x):
+            if type(v) is dict or type(v) is list:
+                _prune(v, None, f"{path}[{i}]", out)
+        return
+    fill = items.has_default and not items.nullable
+    for i, v in enumerate(x):
+        if v is None:
+            if fill:
+                x[i] = v = _copy(items.default)
+                if items.defaults_below and (type(v) is dict or type(v) is list):
+                    _default(v, items)
+        elif type(v) is dict or type(v) is list:
+            at = f"{path}[{i}]"
+            if items.preserve:
+                _apart(v, items, at, out)
+            elif type(v) is dict:
+                _object(v, items, at, out)
+            else:
+                _array(v, items, at, out)
 
 
 # --- validating the defaults of a CRD's schema ------------------------------------------------------------

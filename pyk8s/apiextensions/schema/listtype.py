@@ -91,3 +91,21 @@ def _map_list(path: str, x: list[Any], s: Structural, errs: list[FieldError]) ->
         return
     composite = [{} if item is None else {n: item[n] for n in names if n in item} for item in x]
     errs.extend(e.duplicate(f"{path}[{i}]", shown(composite[i])) for i in _duplicates(composite))
+
+
+def items_unique(x: list[Any], list_type: str, keys: tuple[str, ...]) -> bool:
+    """Whether a list of type `list_type` (set, map with `keys`) breaks none of its own invariants: what
+    validate_lists reports at the list itself (not below it) is nothing."""
+    if list_type == "set":
+        return not _duplicates(x)
+    if list_type != "map":
+        return True
+    for item in x:
+        if item is not None and type(item) is not dict:
+            return False
+    if len(x) <= 1:
+        return True
+    if len(keys) == 1:
+        name = keys[0]
+        return not _duplicates([_UNSPECIFIED if item is None or name not in item else item[name] for item in x])
+    return not _duplicates([{} if item is None else {n: item[n] for n in keys if n in item} for item in x])

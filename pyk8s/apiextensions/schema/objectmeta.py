@@ -5,11 +5,13 @@ rules (upstream: apiextensions-apiserver pkg/apiserver/schema/objectmeta/{valida
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from ...api import errors as e
 from ...api import validation as v
 from ...api.errors import FieldError
+from ...api.types.codec import Decoder, decoder_for
 from .pruning import Structural
 from .values import INT64_MAX, INT64_MIN, go_json_float, shown
 
@@ -22,6 +24,16 @@ _LIST_FIELDS = {
     "managedFields": "[]v1.ManagedFieldsEntry",
 }
 _TIME_FIELDS = ("creationTimestamp", "deletionTimestamp")
+
+
+OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+
+
+@functools.cache
+def object_meta_decoder() -> Decoder:
+    """ObjectMeta's type decoder (api/types/codec), which a custom resource's metadata is read with; looked up
+    once (decoder_for works out the type's name each time it is asked)."""
+    return decoder_for(OBJECT_META)
 
 
 def child(path: str, name: str) -> str:

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import re
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 from ...api import errors as e
 from ...api.errors import FieldError, go_quote
 from . import formats
+from .fastcheck import compile_predicate
 from .goregexp import go_regexp_error
 from .listtype import validate_lists
 from .objectmeta import validate_embedded
@@ -512,6 +514,17 @@ class SchemaValidator:
         self.schema = schema
         self._root = _Node(schema, not _for_defaults, not _for_defaults)
         self._structural = Structural.of(schema)
+        self._passes: Callable[[Any], bool] | None = None  # fastcheck's predicate, generated on first use
+
+    def _valid(self, obj: Any) -> bool:
+        """Whether obj certainly has no schema or list-type errors (fastcheck); False: the full walk decides."""
+        passes = self._passes
+        if passes is None:
+            passes = self._passes = compile_predicate(self._root)
+        try:
+            return passes(obj)
+        except (ValueError, TypeError, RecursionError):  # (a value JSON cannot write, in a set): the walk's
+            return False
 
     def value_errors(self, value: Any, base: str = "", old: Any = None, *, ratchet: bool = False) -> list[FieldError]:
         """Only the OpenAPI checks of value, errors rendered under the field path `base`."""
@@ -521,6 +534,8 @@ class SchemaValidator:
 
     def validate(self, obj: Any) -> list[FieldError]:
         """The errors of a new custom resource: schema, embedded resources, set/map list uniqueness."""
+        if self._valid(obj):
+            return validate_embedded("", obj, self._structural, False) if self._structural.embedded_below else []
         errs = self.value_errors(obj)
         errs += validate_embedded("", obj, self._structural, False)
         errs += validate_lists(obj, self._structural)
@@ -529,6 +544,8 @@ class SchemaValidator:
     def validate_update(self, new: Any, old: Any) -> list[FieldError]:
         """As validate, but schema errors of values unchanged from the old object are dropped, and list
         uniqueness is only enforced when the old object met it."""
+        if self._valid(new):  # nothing to ratchet, and its lists are sound whatever the old ones were
+            return validate_embedded("", new, self._structural, False) if self._structural.embedded_below else []
         errs = self.value_errors(new, old=old, ratchet=True)
         errs += validate_embedded("", new, self._structural, False)
         if not validate_lists(old, self._structural):
