@@ -240,10 +240,14 @@ _server_options = [
     ),
     click.option(
         "--enable-aggregator-routing",
-        is_flag=True,
-        default=False,
-        help="Proxy to an APIService's Service through its endpoints' addresses rather than its cluster IP "
-        "(pyk8s has no service proxy: a cluster IP is reached only when it is a loopback address).",
+        type=click.BOOL,
+        is_flag=False,
+        flag_value=True,
+        default=True,
+        show_default=True,
+        help="Reach the Services of APIServices and conversion webhooks through their endpoints' addresses "
+        "rather than their cluster IPs; `=false` for the cluster IP (upstream's default, but pyk8s has no "
+        "service proxy: a cluster IP is reached only when it is a loopback address).",
     ),
     click.option("-v", "--v", "verbosity", default=0, help="Log verbosity (0-4)."),
 ]

@@ -22,16 +22,16 @@ from ..apiserver import discovery as local_discovery
 from ..apiserver.certs import PKI
 from ..apiserver.registry.rest import RESTStore
 from ..apiserver.request_info import RequestInfo
+from ..apiserver.service_resolver import ServiceResolver
 from . import apiservice as api
 from .autoregister import AutoRegisterController
 from .available_controller import AvailableConditionController
 from .cluster_authentication_trust import ClusterAuthenticationInfo, ClusterAuthenticationTrustController
 from .discovery import DiscoveryManager, aggregated, api_group, api_group_list
 from .handler_proxy import ProxyHandler
-from .informers import cached, cached_list, watch_forever
+from .informers import cached_list, watch_forever
 from .local_apiservices import builtin_apiservices, crd_apiservices
 from .options import AggregatorOptions
-from .resolvers import build_resolver
 from .transport import ProxyTransport
 
 log = logging.getLogger("pyk8s.aggregator")
@@ -46,19 +46,15 @@ class APIAggregator:
         pki: PKI,
         options: AggregatorOptions,
         served: Callable[[], ResourceTable],
-        own_url: Callable[[], str],
+        resolver: ServiceResolver,
     ) -> None:
-        """`served` is what this server serves now (built-in and CRD resources), `own_url` where it listens."""
+        """`served` is what this server serves now (built-in and CRD resources); `resolver` is where a Service
+        is reached (the API server's one resolver, which conversion webhooks use too)."""
         self.options = options
         self.served = served
         self.apiservices = rest(api.API_VERSION, "apiservices")
         services, endpoints = rest("v1", "services"), rest("v1", "endpoints")
-        self.resolver = build_resolver(
-            lambda ns, name: cached(services, ns, name),
-            lambda ns, name: cached(endpoints, ns, name),
-            options.enable_aggregator_routing,
-            own_url,
-        )
+        self.resolver = resolver
         self.transport = ProxyTransport(options.client_certificate(pki))
         self.proxy_handler = ProxyHandler(self.transport, self.resolver)
         self.autoregister = AutoRegisterController(self.apiservices)

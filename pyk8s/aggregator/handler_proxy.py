@@ -21,8 +21,8 @@ from aiohttp import web
 
 from ..api.meta import Object
 from ..apiserver.authn import UserInfo
+from ..apiserver.service_resolver import ResolveError, ServiceResolver
 from .apiservice import is_available, name_of, service_of, service_port
-from .resolvers import ResolveError, ServiceResolver
 from .transport import DialError, ProxyTransport, check_loopback, describe, forwarded_headers, response_headers
 
 log = logging.getLogger("pyk8s.aggregator")

@@ -42,8 +42,8 @@ class AggregatorOptions:
     requestheader_group_headers: list[str] = field(default_factory=lambda: [GROUP_HEADER])
     requestheader_extra_headers_prefix: list[str] = field(default_factory=lambda: [EXTRA_HEADER_PREFIX])
     # Route to a Service's endpoints instead of its cluster IP. pyk8s has no service proxy: a cluster IP is
-    # reached only when it is a loopback address, endpoints usually are.
-    enable_aggregator_routing: bool = False
+    # reached only when it is a loopback address, endpoints usually are; so on by default, unlike upstream.
+    enable_aggregator_routing: bool = True
     availability_resync: float = field(default_factory=_resync_default)
 
     def validate(self) -> list[str]:

@@ -16,7 +16,7 @@ import ipaddress
 import posixpath
 import re
 import ssl
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -40,7 +40,7 @@ _FIND_KIND_TYPE = (
     'struct { APIVersion string "json:\\"apiVersion,omitempty\\""; Kind string "json:\\"kind,omitempty\\"" }'
 )
 
-ServiceResolver = Callable[[str, str, int], Awaitable[str]]
+ServiceResolver = Callable[[str, str, int], str]  # (namespace, name, port) -> https://host:port
 """(namespace, name, port) -> `https://host:port` of an endpoint serving that Service port."""
 
 
@@ -298,7 +298,7 @@ class WebhookClient:
         if self._resolver is None:
             raise WebhookCallError(f"Post {go_quote(self.url)}: no service resolver for {self.server_name}")
         try:
-            base = await self._resolver(ns, name, port)
+            base = self._resolver(ns, name, port)
         except Exception as exc:  # a resolver failure is a dial failure to Go's client
             raise WebhookCallError(f"Post {go_quote(self.url)}: {exc}") from None
         b = urlsplit(base)

@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 from aiohttp import web
 
 from ..aggregator.apiserver import APIAggregator
+from ..aggregator.informers import cached
 from ..aggregator.options import AggregatorOptions
 from ..api import errors
 from ..api.meta import Object
@@ -49,7 +50,7 @@ from .openapi import OpenAPI
 from .registry import strategy_for
 from .registry.rest import Context, RESTStore
 from .registry.strategy import Strategy
-from .service_resolver import EndpointServiceResolver
+from .service_resolver import ServiceResolver, build_resolver
 from .storage_migration import migrate_stored_form
 from .tables import check_include_object
 from .watch import WatchMetrics, WatchServer
@@ -115,6 +116,7 @@ class APIServer:
         self.handlers: ResourceHandlers | None = None
         self.custom_resources: CustomResourceHandler | None = None  # what the CRDs define (apiextensions)
         self.aggregator: APIAggregator | None = None  # APIServices: proxying, availability, merged discovery
+        self.service_resolver: ServiceResolver | None = None  # where Services called out to are reached
         self._tasks: list[asyncio.Task[None]] = []
         self.resource_metrics: resource_metrics.ResourceMetrics | None = None
         # Discovery lists the metrics.k8s.io group too, which has no storage (see resource_metrics).
@@ -261,7 +263,11 @@ class APIServer:
             store.compaction_listeners.append(c.trim)
         await asyncio.gather(*(c.start() for c in self.cachers))
         await asyncio.gather(*(c.wait_ready(60) for c in self.cachers))
-        self.service_resolver = EndpointServiceResolver(self.rest("v1", "services"), self.rest("v1", "endpoints"))
+        services, endpoints = self.rest("v1", "services"), self.rest("v1", "endpoints")
+        self.service_resolver = build_resolver(
+            lambda ns, name: cached(services, ns, name), lambda ns, name: cached(endpoints, ns, name),
+            self.options.aggregator.enable_aggregator_routing, lambda: self.url,
+        )  # fmt: skip
         self.custom_resources = CustomResourceHandler(
             self.rest("apiextensions.k8s.io/v1", "customresourcedefinitions"), store, admission, self._cacher_for,
             self._custom_resources_changed, self.service_resolver.resolve,
@@ -302,8 +308,9 @@ class APIServer:
     async def _start_aggregator(self) -> None:
         """The local APIServices and the authentication ConfigMap in place, then the aggregator's controllers."""
         assert self.pki is not None
+        assert self.service_resolver is not None
         self.aggregator = APIAggregator(self.rest, self.pki, self.options.aggregator, lambda: self.discovery_table,
-                                        lambda: self.url)  # fmt: skip
+                                        self.service_resolver)  # fmt: skip
         await self.aggregator.start()
         self._tasks.append(asyncio.create_task(self.aggregator.run()))
 

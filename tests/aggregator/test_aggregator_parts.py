@@ -18,16 +18,16 @@ from pyk8s.aggregator import apiservice as api
 from pyk8s.aggregator.cluster_authentication_trust import ClusterAuthenticationInfo, combine, data_for, info_from
 from pyk8s.aggregator.discovery import aggregated, api_group, api_group_list, resources_from_legacy
 from pyk8s.aggregator.local_apiservices import builtin_apiservices, crd_apiservices
-from pyk8s.aggregator.resolvers import (
+from pyk8s.aggregator.transport import DialError, check_loopback, escape_header_key, forwarded_headers
+from pyk8s.api.resources import TABLE, Resource, ResourceTable
+from pyk8s.apiserver import resource_metrics
+from pyk8s.apiserver.authn import UserInfo
+from pyk8s.apiserver.service_resolver import (
     ClusterIPServiceResolver,
     EndpointServiceResolver,
     LoopbackServiceResolver,
     ResolveError,
 )
-from pyk8s.aggregator.transport import DialError, check_loopback, escape_header_key, forwarded_headers
-from pyk8s.api.resources import TABLE, Resource, ResourceTable
-from pyk8s.apiserver import resource_metrics
-from pyk8s.apiserver.authn import UserInfo
 
 # -- identity headers ---------------------------------------------------------------------------------------
 

@@ -268,7 +268,7 @@ async def test_service_reference_is_resolved_and_verified_by_service_name(start_
     hook = await start_webhook(("convert.webhooks.svc",))
     calls = []
 
-    async def resolve(namespace: str, name: str, port: int) -> str:
+    def resolve(namespace: str, name: str, port: int) -> str:
         calls.append((namespace, name, port))
         return f"https://127.0.0.1:{hook.port}"
 
@@ -288,7 +288,7 @@ async def test_service_port_defaults_to_443(start_webhook):
     hook = await start_webhook(("convert.webhooks.svc",))
     ports = []
 
-    async def resolve(namespace: str, name: str, port: int) -> str:
+    def resolve(namespace: str, name: str, port: int) -> str:
         ports.append(port)
         return f"https://127.0.0.1:{hook.port}"
 
