@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 import click
 
 from . import KUBERNETES_MAJOR, KUBERNETES_MINOR, __version__
-from .component_options import secure_port_options
+from .component_options import go_bool_option, secure_port_options
 from .controllers.options import controller_flags
 
 if TYPE_CHECKING:
@@ -106,6 +106,9 @@ def parse_duration(text: str) -> float:
 def _apiserver_options(data_dir: Path, **kw: object) -> object:
     from .aggregator.options import AggregatorOptions, parse_string_slice
     from .apiserver.admission.plugins import AdmissionOptions, parse_plugin_list
+    from .apiserver.audit import LogOptions, load_policy
+    from .apiserver.audit.policy import PolicyError
+    from .apiserver.authz import parse_modes
     from .apiserver.server import APIServerOptions
 
     admission = AdmissionOptions(
@@ -124,12 +127,36 @@ def _apiserver_options(data_dir: Path, **kw: object) -> object:
         requestheader_extra_headers_prefix=parse_string_slice(str(kw["requestheader_extra_headers_prefix"])),
         enable_aggregator_routing=bool(kw["enable_aggregator_routing"]),
     )
-    problems = admission.validate() + aggregator.validate()
+    try:
+        modes = parse_modes(str(kw["authorization_mode"]))
+    except ValueError as err:
+        raise click.UsageError(str(err)) from None
+    audit_log = LogOptions(
+        path=str(kw["audit_log_path"]),
+        max_age_days=int(kw["audit_log_maxage"]),  # type: ignore[call-overload]
+        max_backups=int(kw["audit_log_maxbackup"]),  # type: ignore[call-overload]
+        max_size_mb=int(kw["audit_log_maxsize"]),  # type: ignore[call-overload]
+        compress=bool(kw["audit_log_compress"]),
+        format=str(kw["audit_log_format"]),
+        mode=str(kw["audit_log_mode"]),
+        version=str(kw["audit_log_version"]),
+    )
+    authentication = _authentication_options(kw)
+    problems = admission.validate() + aggregator.validate() + audit_log.validate() + authentication.validate()
+    if kw["audit_policy_file"]:
+        try:
+            load_policy(str(kw["audit_policy_file"]))
+        except PolicyError as err:
+            problems.append(str(err))
     if problems:
         raise click.UsageError("; ".join(problems))
     return APIServerOptions(
         admission=admission,
         aggregator=aggregator,
+        authorization_modes=modes,
+        authentication=authentication,
+        audit_policy_file=str(kw["audit_policy_file"]),
+        audit_log=audit_log,
         data_dir=data_dir.expanduser().resolve(),
         etcd_servers=[s for s in str(kw["etcd_servers"]).split(",") if s],
         bind_address=str(kw["bind_address"]),
@@ -143,6 +170,26 @@ def _apiserver_options(data_dir: Path, **kw: object) -> object:
         max_requests_inflight=int(kw["max_requests_inflight"]),  # type: ignore[call-overload]
         max_mutating_requests_inflight=int(kw["max_mutating_requests_inflight"]),  # type: ignore[call-overload]
         http2=not kw["disable_http2_serving"],
+    )
+
+
+def _authentication_options(kw: dict[str, object]) -> Any:
+    from .aggregator.options import parse_string_slice
+    from .apiserver.authn.options import AuthenticationOptions
+
+    max_expiration = str(kw["service_account_max_token_expiration"])
+    return AuthenticationOptions(
+        service_account_issuers=tuple(kw["service_account_issuer"]),  # type: ignore[arg-type]
+        service_account_key_files=tuple(kw["service_account_key_file"]),  # type: ignore[arg-type]
+        service_account_signing_key_file=str(kw["service_account_signing_key_file"]),
+        api_audiences=tuple(parse_string_slice(str(kw["api_audiences"]))),
+        service_account_lookup=bool(kw["service_account_lookup"]),
+        service_account_max_token_expiration=parse_duration(max_expiration) if max_expiration else 0.0,
+        service_account_extend_token_expiration=bool(kw["service_account_extend_token_expiration"]),
+        service_account_jwks_uri=str(kw["service_account_jwks_uri"]),
+        token_auth_file=str(kw["token_auth_file"]),
+        enable_bootstrap_token_auth=bool(kw["enable_bootstrap_token_auth"]),
+        anonymous_auth=bool(kw["anonymous_auth"]),
     )
 
 
@@ -238,14 +285,77 @@ _server_options = [
         show_default=True,
         help="Request header prefixes to inspect for extra user information (comma-separated).",
     ),
+    click.option("--audit-policy-file", default="", help="Path to the file that defines the audit policy."),
+    click.option("--audit-log-path", default="", help="If set, audit events are written to this file ('-': stdout)."),
+    click.option("--audit-log-maxage", default=0, help="Days to keep old audit log files (0: no limit)."),
+    click.option("--audit-log-maxbackup", default=0, help="Old audit log files to keep (0: no limit)."),
+    click.option("--audit-log-maxsize", default=0, help="Megabytes of an audit log file before it is rotated."),
+    click.option("--audit-log-compress", is_flag=True, default=False, help="Gzip the rotated audit log files."),
+    click.option("--audit-log-format", default="json", show_default=True, help="json or legacy (one text line)."),
+    click.option("--audit-log-mode", default="blocking", show_default=True, help="blocking, blocking-strict or batch."),
+    click.option("--audit-log-version", default="audit.k8s.io/v1", show_default=True, help="API version of events."),
     click.option(
-        "--enable-aggregator-routing",
-        type=click.BOOL,
-        is_flag=False,
-        flag_value=True,
-        default=True,
+        "--authorization-mode",
+        default="Node,RBAC",
         show_default=True,
-        help="Reach the Services of APIServices and conversion webhooks through their endpoints' addresses "
+        help="Ordered list of authorization modes (comma-separated): AlwaysAllow, AlwaysDeny, RBAC, Node, "
+        "Webhook. system:masters is always allowed.",
+    ),
+    click.option(
+        "--service-account-issuer",
+        multiple=True,
+        help="Identifier of the service account token issuer, the iss of the tokens it signs (repeatable: the "
+        "first signs, all are accepted; default https://kubernetes.default.svc.cluster.local).",
+    ),
+    click.option(
+        "--service-account-key-file",
+        multiple=True,
+        help="PEM file of RSA or ECDSA keys that verify service account tokens (repeatable; default: the PKI's "
+        "sa.pub).",
+    ),
+    click.option(
+        "--service-account-signing-key-file",
+        default="",
+        help="PEM private key that signs service account tokens (default: the PKI's sa.key, made on first start).",
+    ),
+    click.option(
+        "--api-audiences",
+        default="",
+        help="Audiences of the API (comma-separated); tokens must be meant for one of them (default: the issuers).",
+    ),
+    go_bool_option(
+        "--service-account-lookup", True, "Check that the service accounts and secrets tokens name still exist."
+    ),
+    click.option(
+        "--service-account-max-token-expiration",
+        default="",
+        help="Longest validity of a token the TokenRequest API issues (e.g. 48h; between 1h and 2^32s; default: none).",
+    ),
+    go_bool_option(
+        "--service-account-extend-token-expiration",
+        True,
+        "Make projected tokens of the admission plugin's 3607 s valid for a year, only warning after the hour.",
+    ),
+    click.option(
+        "--service-account-jwks-uri",
+        default="",
+        help="jwks_uri of the OIDC discovery document (https; default: https://<this server>/openid/v1/jwks).",
+    ),
+    click.option("--token-auth-file", default="", help='CSV of static bearer tokens: token,user,uid,"group1,group2".'),
+    go_bool_option(
+        "--enable-bootstrap-token-auth",
+        False,
+        "Accept bootstrap tokens (kube-system Secrets of type bootstrap.kubernetes.io/token).",
+    ),
+    go_bool_option(
+        "--anonymous-auth",
+        True,
+        "Serve requests without credentials as system:anonymous (=false: 401).",
+    ),
+    go_bool_option(
+        "--enable-aggregator-routing",
+        True,
+        "Reach the Services of APIServices and conversion webhooks through their endpoints' addresses "
         "rather than their cluster IPs; `=false` for the cluster IP (upstream's default, but pyk8s has no "
         "service proxy: a cluster IP is reached only when it is a loopback address).",
     ),
@@ -326,6 +436,7 @@ def up(data_dir: Path | None, node_count: int, verbosity: int, **kw: object) -> 
     from rich.console import Console
     from rich.text import Text
 
+    from .apiserver.kubeconfigs import CONTROLLER_MANAGER_USER, SCHEDULER_USER, write_component_kubeconfig
     from .apiserver.server import APIServer
     from .gc_policy import freeze_long_lived
     from .storage import StorageError
@@ -356,12 +467,23 @@ def up(data_dir: Path | None, node_count: int, verbosity: int, **kw: object) -> 
         # their health ports are any free ones (they say which through --port-file), so two clusters never
         # collide.
         data = server.options.data_dir
-        common = ["--kubeconfig", str(server.kubeconfig_path), "--v", str(verbosity), "--secure-port", "0"]
-        # Pod CIDRs per node, as kubeadm's clusters with flannel's default (the node IPAM controller's range).
-        cm_flags = ["--allocate-node-cidrs", "--cluster-cidr", "10.244.0.0/16"]
-        commands: dict[str, list[str]] = {"controller-manager": cm_flags, "scheduler": []}
+        common = ["--v", str(verbosity), "--secure-port", "0"]
+        # Each component as its own user, as kubeadm sets them up (the simulated nodes, one process for many
+        # kubelets, still use the admin's credentials).
+        assert server.pki is not None
+        kubeconfigs = {"controller-manager": (CONTROLLER_MANAGER_USER, "controller-manager.conf"),
+                       "scheduler": (SCHEDULER_USER, "scheduler.conf")}  # fmt: skip
+        for user, file in kubeconfigs.values():
+            write_component_kubeconfig(data / file, server.url, server.pki, user)
+        # Pod CIDRs per node, as kubeadm's clusters with flannel's default (the node IPAM controller's range);
+        # every controller as its own service account, as kubeadm runs kube-controller-manager.
+        cm_flags = ["--kubeconfig", str(data / "controller-manager.conf"), "--allocate-node-cidrs",
+                    "--cluster-cidr", "10.244.0.0/16", "--use-service-account-credentials=true"]  # fmt: skip
+        commands: dict[str, list[str]] = {
+            "controller-manager": cm_flags, "scheduler": ["--kubeconfig", str(data / "scheduler.conf")],
+        }  # fmt: skip
         if node_count:
-            commands["nodes"] = ["--count", str(node_count)]
+            commands["nodes"] = ["--kubeconfig", str(server.kubeconfig_path), "--count", str(node_count)]
         components = [
             SupervisedComponent(
                 name, [name, *common, *extra], log_dir=data / "logs", run_dir=data / "run", report=report, echo=echo

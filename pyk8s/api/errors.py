@@ -417,7 +417,10 @@ def has_status_cause(err: BaseException, cause_type: str) -> bool:
 
 def forbidden_request(resource: str, name: str, reason: str, group: str = "") -> StatusError:
     what = qualified(resource, group)
-    msg = f"{what} {go_quote(name)} is forbidden: {reason}" if name else f"{what} is forbidden: {reason}"
+    if not what:  # no resource (a non-resource path): upstream's NewForbidden with an empty GroupResource
+        msg = f"forbidden: {reason}"
+    else:
+        msg = f"{what} {go_quote(name)} is forbidden: {reason}" if name else f"{what} is forbidden: {reason}"
     return Forbidden(403, "Forbidden", msg, details=_details(name, group, resource))
 
 

@@ -144,7 +144,8 @@ RESOURCES: tuple[Resource, ...] = (
        storage_name="controllers"),
     _r("v1", "ResourceQuota", "resourcequotas", True, ["quota"], sub=[STATUS]),
     _r("v1", "Secret", "secrets", True),
-    _r("v1", "ServiceAccount", "serviceaccounts", True, ["sa"]),
+    _r("v1", "ServiceAccount", "serviceaccounts", True, ["sa"],
+       sub=[Subresource("token", ("create",), "TokenRequest", "authentication.k8s.io", "v1")]),
     _r("v1", "Service", "services", True, ["svc"], ALL, sub=[STATUS], storage_name="services/specs"),
     # apps/v1
     _r("apps/v1", "ControllerRevision", "controllerrevisions", True),
@@ -154,6 +155,15 @@ RESOURCES: tuple[Resource, ...] = (
     _r("apps/v1", "StatefulSet", "statefulsets", True, ["sts"], ALL, sub=[SCALE, STATUS]),
     # events.k8s.io/v1: the same objects as core/v1 events, in another shape
     _r("events.k8s.io/v1", "Event", "events", True, ["ev"], storage_name="events", storage_gv="v1"),
+    # authentication.k8s.io/v1: token and self reviews, asked and answered, never stored
+    # (apiserver.registry.authentication)
+    _r("authentication.k8s.io/v1", "SelfSubjectReview", "selfsubjectreviews", False, verbs=("create",)),
+    _r("authentication.k8s.io/v1", "TokenReview", "tokenreviews", False, verbs=("create",)),
+    # authorization.k8s.io/v1: access reviews, asked and answered, never stored (apiserver.registry.authorization)
+    _r("authorization.k8s.io/v1", "LocalSubjectAccessReview", "localsubjectaccessreviews", True, verbs=("create",)),
+    _r("authorization.k8s.io/v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews", False, verbs=("create",)),
+    _r("authorization.k8s.io/v1", "SelfSubjectRulesReview", "selfsubjectrulesreviews", False, verbs=("create",)),
+    _r("authorization.k8s.io/v1", "SubjectAccessReview", "subjectaccessreviews", False, verbs=("create",)),
     # autoscaling: v2 is the storage version; v1 is converted
     _r("autoscaling/v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers", True, ["hpa"], ALL,
        sub=[STATUS]),
@@ -195,6 +205,16 @@ RESOURCES: tuple[Resource, ...] = (
        ["api-extensions"], sub=[STATUS]),
     # apiregistration.k8s.io/v1: the API services the aggregator serves here or proxies to (pyk8s.aggregator)
     _r("apiregistration.k8s.io/v1", "APIService", "apiservices", False, categories=["api-extensions"], sub=[STATUS]),
+    # admissionregistration.k8s.io/v1: admission webhooks (pyk8s.apiserver.admission.webhook) and policies
+    # (pyk8s.apiserver.admission.policy)
+    _r("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration", "mutatingwebhookconfigurations", False,
+       categories=["api-extensions"]),
+    _r("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy", "validatingadmissionpolicies", False,
+       categories=["api-extensions"], sub=[STATUS]),
+    _r("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding", "validatingadmissionpolicybindings",
+       False, categories=["api-extensions"]),
+    _r("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", "validatingwebhookconfigurations", False,
+       categories=["api-extensions"]),
 )  # fmt: skip
 
 # The order groups appear in discovery (upstream lists them in this order too); the first version listed
@@ -204,6 +224,8 @@ GROUP_ORDER = (
     "apiregistration.k8s.io",  # the aggregator's own group comes first in /apis
     "apps",
     "events.k8s.io",
+    "authentication.k8s.io",
+    "authorization.k8s.io",
     "autoscaling",
     "batch",
     "certificates.k8s.io",
@@ -211,6 +233,7 @@ GROUP_ORDER = (
     "policy",
     "rbac.authorization.k8s.io",
     "storage.k8s.io",
+    "admissionregistration.k8s.io",
     "apiextensions.k8s.io",
     "scheduling.k8s.io",
     "coordination.k8s.io",

@@ -24,7 +24,7 @@ import yaml
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from ..file_modes import ensure_private_dir, tighten_file, write_private_file
@@ -142,7 +142,7 @@ def ensure_pki(data_dir: Path, names: list[str]) -> PKI:
     d = data_dir / "pki"
     ensure_private_dir(d)
     # Secrets written by an older pyk8s, or loosened by hand, are made private again (pyk8s.file_modes).
-    keys = ("ca.key", "apiserver.key", "admin.key", "front-proxy-ca.key", "front-proxy-client.key")
+    keys = ("ca.key", "apiserver.key", "admin.key", "front-proxy-ca.key", "front-proxy-client.key", "sa.key")
     for secret in (*keys, "admin.token"):
         tighten_file(d / secret)
     tighten_file(data_dir / "admin.kubeconfig")
@@ -182,6 +182,7 @@ def ensure_pki(data_dir: Path, names: list[str]) -> PKI:
         write_private_file(token_file, secrets.token_urlsafe(32).encode())
     token = token_file.read_text().strip()
     proxy_ca, proxy_ca_key, proxy_client, proxy_client_key = _ensure_front_proxy(d)
+    ensure_service_account_key(d)
     return PKI(
         d, ca_cert, ca_key, serving_cert, serving_key, admin_cert, admin_key, token,
         proxy_ca, proxy_ca_key, proxy_client, proxy_client_key,
@@ -207,6 +208,26 @@ def _ensure_front_proxy(d: Path) -> tuple[Path, Path, Path, Path]:
         write_private_file(client_key, _key_pem(key))
         client_cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     return ca_cert, ca_key, client_cert, client_key
+
+
+def ensure_service_account_key(d: Path) -> tuple[Path, Path]:
+    """The key pair service-account tokens are signed with, `sa.key` and `sa.pub` as kubeadm names them (RSA
+    2048 as kubeadm makes it, so tokens are RS256, what every OIDC relying party accepts)."""
+    key_path, pub_path = d / "sa.key", d / "sa.pub"
+    if not key_path.exists():
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
+                                serialization.NoEncryption())  # fmt: skip
+        write_private_file(key_path, pem)
+        pub_path.unlink(missing_ok=True)
+    if not pub_path.exists():
+        private = serialization.load_pem_private_key(key_path.read_bytes(), password=None)
+        pub_path.write_bytes(
+            private.public_key().public_bytes(
+                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+            )
+        )
+    return key_path, pub_path
 
 
 def _issued_by(cert_path: Path, ca_path: Path) -> bool:

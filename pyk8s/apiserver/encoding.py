@@ -27,6 +27,7 @@ from ..api.types.codec import (
     unknown_paths,
 )
 from .negotiation import JSON, PROTOBUF, YAML, Output, body_format, choose_output
+from .warning import take_warnings
 
 MAX_BODY_BYTES = 3 * 1024 * 1024
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
@@ -46,7 +47,11 @@ async def read_body(request: web.Request, limit: int = MAX_BODY_BYTES) -> bytes:
             # A body that is not what its Content-Encoding says, or one cut short.
             raise errors.bad_request(f"error reading the request body: {e.__cause__ or e}") from None
         if not chunk:
-            return b"".join(chunks)
+            body = b"".join(chunks)
+            audit = request.get("audit")  # an audited request at level Request or above logs its body
+            if audit is not None:
+                audit.record_body(body, request.headers.get("Content-Type"))
+            return body
         chunks.append(chunk)
         size += len(chunk)
         if size > limit:
@@ -271,7 +276,7 @@ def respond(
     doc: Any, out: Output, status: int = 200, warnings: list[str] | None = None, *, stored: bool = False
 ) -> web.Response:
     resp = web.Response(body=encode(doc, out, stored=stored), status=status, content_type=out.media)
-    add_warnings(resp, warnings)
+    add_warnings(resp, [*(warnings or ()), *take_warnings()])  # with what admission added (warning.py)
     return resp
 
 
@@ -294,6 +299,7 @@ def status_response(err: errors.StatusError, accept: str | None = None) -> web.R
     else:
         media, body = JSON, orjson.dumps(err.status())
     resp = web.Response(body=body, status=err.code, content_type=media)
+    add_warnings(resp, take_warnings())  # a refused write still carries admission's warnings, as upstream's
     if err.retry_after is not None:
         resp.headers["Retry-After"] = str(err.retry_after)
     return resp

@@ -13,21 +13,33 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import unquote
 
 from aiohttp import web
 
 from ..api import errors
-from .authn import AUTHENTICATED_GROUP, InvalidCredentials, Union, UserInfo, peer_certificate_of
+from .audit import DECISION_ANNOTATION, REASON_ANNOTATION, Auditor
+from .authn import (
+    ANONYMOUS,
+    AUTHENTICATED_GROUP,
+    UNAUTHENTICATED_GROUP,
+    InvalidCredentials,
+    Union,
+    UserInfo,
+    peer_certificate_of,
+)
+from .authn.serviceaccount import InvalidUsername, make_username, split_username
+from .authz import AlwaysAllow, Attributes, Authorizer, attributes_of, forbidden
 from .encoding import status_response
 from .inflight import WAIT_FRACTION, InflightLimit
 from .request_info import request_info
+from .warning import begin_request, take_audit_annotations
 
 log = logging.getLogger("pyk8s.apiserver")
 
 PANIC_MESSAGE = "the server could not serve this request; the error is in the API server's log"
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-PUBLIC_PATHS = ("/version", "/healthz", "/livez", "/readyz")
 _TIMEOUT_PARAM = re.compile(r"^(\d+(?:\.\d+)?)(ns|us|ms|s|m|h)?$")
 _UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 
@@ -35,11 +47,12 @@ _UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, 
 @dataclass
 class ChainConfig:
     authenticator: Union
+    authorizer: Authorizer = field(default_factory=AlwaysAllow)
     anonymous_is_admin: bool = False  # the insecure port: everyone is the admin, as upstream's was
     max_requests_inflight: int = 400
     max_mutating_requests_inflight: int = 200
     request_timeout: float = 60.0
-    audit: list[Callable[[web.Request, UserInfo], None]] = field(default_factory=list)
+    auditor: Auditor | None = None  # --audit-policy-file and a backend: off when None
     on_request_done: Callable[[web.Request, int, float], None] | None = None
 
 
@@ -95,6 +108,89 @@ class RequestDeadlines:
                     task.cancel()
 
 
+_EXTRA_PREFIX = "impersonate-extra-"
+
+
+def _extra_key(encoded: str) -> str:
+    """An Impersonate-Extra- header's key, percent-decoded (left as it is when that fails, as upstream)."""
+    try:
+        return unquote(encoded, errors="strict")
+    except UnicodeDecodeError:
+        return encoded
+
+
+def _go_struct(*fields: str) -> str:
+    return "{" + " ".join(fields) + "}"
+
+
+def impersonate(request: web.Request, authorizer: Authorizer) -> errors.StatusError | None:
+    """Act as the user the Impersonate-* headers name, when the real user may impersonate each part of it
+    (verb `impersonate` on users, serviceaccounts, groups, userextras/<key>, uids), as upstream's
+    WithImpersonation; the headers are then dropped."""
+    headers = request.headers
+    real: UserInfo = request["user"]
+    as_user = headers.get("Impersonate-User", "")
+    as_groups = headers.getall("Impersonate-Group", [])
+    as_uid = headers.get("Impersonate-Uid", "")
+    extras: dict[str, list[str]] = {}
+    for name, value in headers.items():
+        if name.lower().startswith(_EXTRA_PREFIX):
+            extras.setdefault(_extra_key(name[len(_EXTRA_PREFIX) :].lower()), []).append(value)
+    # (kind, namespace, name, extra key): what is asked for, in upstream's order
+    asked: list[tuple[str, str, str, str]] = []
+    sa: tuple[str, str] | None = None
+    if as_user:
+        try:
+            sa = split_username(as_user)
+        except InvalidUsername:
+            asked.append(("User", "", as_user, ""))
+        else:
+            asked.append(("ServiceAccount", sa[0], sa[1], ""))
+    asked += [("Group", "", g, "") for g in as_groups]
+    for key, values in extras.items():
+        asked += [("UserExtra", "", v, key) for v in values]
+    if as_uid:
+        asked.append(("UID", "", as_uid, ""))
+    if not asked:
+        return None
+    if not as_user:
+        refs = [_go_struct(kind, ns, name, "", "" if kind in ("Group", "User") else "authentication.k8s.io/v1", "",
+                           key) for kind, ns, name, key in asked]  # fmt: skip
+        uri = request.raw_path
+        return errors.internal_error(
+            f'Internal Server Error: "{uri}": requested [{" ".join(refs)}] without impersonating a user'
+        )
+    groups: list[str] = []
+    for kind, ns, name, key in asked:
+        group, version, resource, sub = "", "v1", "", ""
+        if kind == "ServiceAccount":
+            resource = "serviceaccounts"
+            if not as_groups:
+                groups += ["system:serviceaccounts", f"system:serviceaccounts:{ns}"]
+        elif kind == "User":
+            resource = "users"
+        elif kind == "Group":
+            resource = "groups"
+            groups.append(name)
+        elif kind == "UserExtra":
+            group, version, resource, sub = "authentication.k8s.io", "v1", "userextras", key
+        else:
+            group, version, resource = "authentication.k8s.io", "v1", "uids"
+        a = Attributes(real, "impersonate", True, ns, group, version, resource, sub, name)
+        d = authorizer.authorize(a)
+        if not d.allowed:
+            return forbidden(a, d.reason)
+    name = make_username(*sa) if sa else as_user
+    if name != ANONYMOUS:
+        if AUTHENTICATED_GROUP not in groups and UNAUTHENTICATED_GROUP not in groups:
+            groups.append(AUTHENTICATED_GROUP)
+    elif UNAUTHENTICATED_GROUP not in groups:
+        groups.append(UNAUTHENTICATED_GROUP)
+    request["user"] = UserInfo(name, as_uid, tuple(groups), {k: tuple(v) for k, v in extras.items()})
+    request["impersonator"] = real
+    return None
+
+
 def inflight_limits(cfg: ChainConfig) -> dict[str, InflightLimit]:
     """The seats for read-only and mutating requests (inflight.py), shared by all of a server's listeners."""
     wait = cfg.request_timeout * WAIT_FRACTION
@@ -120,37 +216,39 @@ def build_middlewares(cfg: ChainConfig, limits: dict[str, InflightLimit]) -> lis
         request["user"] = user
         return None
 
+    auditor = cfg.auditor
+
     def audit(request: web.Request) -> errors.StatusError | None:
-        for hook in cfg.audit:
-            hook(request, request["user"])
+        if auditor is not None:
+            request["audit"] = auditor.begin(request, request["info"], request["user"], request["received"])
         return None
 
     def impersonation(request: web.Request) -> errors.StatusError | None:
         headers = request.headers
-        if "Impersonate-User" not in headers and "Impersonate-Group" not in headers:
+        # (header names arrive lower-cased over HTTP/2)
+        if "Impersonate-User" not in headers and not any(h[:12].lower() == "impersonate-" for h in headers):
             return None
-        as_user = headers.get("Impersonate-User")
-        as_groups = headers.getall("Impersonate-Group", [])
-        user: UserInfo = request["user"]
-        if "system:masters" not in user.groups:
-            return errors.forbidden_request(
-                "users",
-                as_user or "",
-                f'User "{user.name}" cannot impersonate resource "users" in API group "" at the cluster scope',
-            )
-        if not as_user:
-            return errors.bad_request("requested impersonation of groups without a user")
-        request["user"] = UserInfo(as_user, groups=(*as_groups, AUTHENTICATED_GROUP))
-        return None
+        refused = impersonate(request, cfg.authorizer)
+        ev = request.get("audit")
+        if refused is None and ev is not None and auditor is not None:
+            auditor.impersonated(ev, request["user"])
+        return refused
 
     def authorization(request: web.Request) -> errors.StatusError | None:
-        user: UserInfo = request["user"]
-        if user.anonymous and request.path not in PUBLIC_PATHS and not request.path.startswith(PUBLIC_PATHS[1:]):
-            # Anonymous requests may only read the public endpoints (upstream: system:public-info-viewer).
-            return errors.unauthorized()
-        return None
+        a = attributes_of(request["info"], request["user"], request.query)
+        d = cfg.authorizer.authorize(a)
+        ev = request.get("audit")
+        if ev is not None:
+            ev.annotate(DECISION_ANNOTATION, "allow" if d.allowed else "forbid")
+            ev.annotate(REASON_ANNOTATION, d.reason)
+        if d.allowed:
+            return None
+        if d.error and d.decision != "Deny" and not d.reason:
+            return errors.internal_error(d.error)
+        return forbidden(a, d.reason)
 
-    filters = (authentication, audit, impersonation, authorization)
+    filters = (authentication, audit, impersonation, authorization) if auditor is not None else (
+        authentication, impersonation, authorization)  # fmt: skip
     deadlines = RequestDeadlines()
 
     async def limited(request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -189,18 +287,32 @@ def build_middlewares(cfg: ChainConfig, limits: dict[str, InflightLimit]) -> lis
     async def chain(request: web.Request, handler: Handler) -> web.StreamResponse:
         start = time.perf_counter()
         code = 500
+        resp: web.StreamResponse | None = None
+        status: dict[str, Any] | None = None
+        begin_request()
+        if auditor is not None:
+            request["received"] = time.time()
         try:  # panic recovery
             request["info"] = request_info(request.method, request.raw_path, request.query)  # type: ignore[arg-type]
             for f in filters:
                 refused = f(request)
                 if refused is not None:
                     code = refused.code
+                    if auditor is not None:
+                        status = refused.status()
+                        if f is authentication:
+                            auditor.failed_authentication(request, request["info"], request["received"])
                     return status_response(refused, request.headers.get("Accept"))
+            ev = request.get("audit") if auditor is not None else None
+            if ev is not None and request["info"].is_long_running:
+                auditor.started(ev, 200)  # type: ignore[union-attr]
             resp = await limited(request, handler)
             code = resp.status
             return resp
         except errors.StatusError as err:
             code = err.code
+            if auditor is not None:
+                status = err.status()
             return status_response(err, request.headers.get("Accept"))
         except web.HTTPException:
             raise
@@ -210,8 +322,18 @@ def build_middlewares(cfg: ChainConfig, limits: dict[str, InflightLimit]) -> lis
         except Exception as err:  # never a traceback to the client, never a dead server
             # The traceback goes to the log; the client learns that it was the server's fault, not how.
             log.exception("panic serving %s %s: %s", request.method, request.path_qs, type(err).__name__)
+            ev = request.get("audit") if auditor is not None else None
+            if ev is not None:
+                auditor.panic(ev, type(err).__name__)  # type: ignore[union-attr]
+                request["audit"] = None
             return status_response(errors.internal_error(PANIC_MESSAGE), request.headers.get("Accept"))
         finally:
+            if auditor is not None:
+                ev = request.get("audit")
+                if ev is not None:
+                    for key, value in take_audit_annotations().items():
+                        ev.annotate(key, value)
+                    auditor.complete(ev, code, resp, status, request["info"].is_long_running)
             if cfg.on_request_done is not None:
                 cfg.on_request_done(request, code, time.perf_counter() - start)
 

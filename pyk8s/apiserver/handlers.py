@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
@@ -24,6 +24,7 @@ from ..api.protobuf.schema import message_name_for
 from ..api.resources import Resource, ResourceTable
 from ..api.selectors import SelectorError, parse_field_selector, parse_label_selector
 from ..api.types.codec import DecodeError
+from ..api.types.type_decl import kind_type
 from ..storage import Preconditions
 from . import tables
 from .apply import apply_to, field_manager, read_config, validate_patch_options
@@ -203,6 +204,11 @@ def _has_protobuf(api_version: str, kind: str) -> bool:
     return message_name_for(api_version, kind) is not None
 
 
+# A kind that is created and answered but never stored (TokenReview, SubjectAccessReview, SelfSubjectReview):
+# given the body read into its Go type, the request, and who asks, the object to answer (its status filled in).
+CreateOnly = Callable[[Object, RequestInfo, Context, web.Request], Awaitable[Object]]
+
+
 class ResourceHandlers:
     def __init__(
         self,
@@ -214,6 +220,8 @@ class ResourceHandlers:
         self.stores = stores  # (storage group/version, plural) -> RESTStore
         self.custom = custom  # custom resources: what the CRDs serve (apiextensions), consulted second
         self.subresources = Subresources(self)
+        # (group, plural) -> the handler of a kind that is only created (upstream: its registry's Create)
+        self.create_only: dict[tuple[str, str], CreateOnly] = {}
 
     def store_for(self, served: Resource) -> RESTStore:
         stored = self.table.storage_resource(served)
@@ -258,6 +266,9 @@ class ResourceHandlers:
             if info.verb not in ("create", "delete", "get", "patch", "update") or not info.name:
                 raise errors.method_not_supported(info.resource + "/proxy", info.verb)
             return await self.subresources.proxy(request, info)
+        create_only = self.create_only.get((info.api_group, info.resource)) if not info.subresource else None
+        if create_only is not None:
+            return await self._create_only(request, info, ctx, create_only)
         r = self.resolve(info)
         if info.subresource and info.subresource != "status":
             return await self.subresources.serve(request, r, ctx)
@@ -277,6 +288,25 @@ class ResourceHandlers:
         if verb == "deletecollection":
             return await self.delete_collection(request, r, ctx)
         raise errors.method_not_supported(r.served.plural, verb, r.served.group)
+
+    async def _create_only(
+        self, request: web.Request, info: RequestInfo, ctx: Context, handle: CreateOnly
+    ) -> web.Response:
+        served = self.table.get(info.api_group, info.api_version, info.resource)
+        if served is None or len(info.parts) > 1 or (info.namespace and not served.namespaced):
+            raise errors.path_not_found()
+        if served.namespaced and not info.namespace:
+            raise errors.path_not_found()
+        if info.verb != "create":
+            raise errors.method_not_supported(served.plural, info.verb, served.group)
+        raw, _ = decode(await read_body(request), request.headers.get("Content-Type"), kind=served.kind)
+        type_name = kind_type(served.group, served.version, served.kind)
+        assert type_name is not None, served
+        obj = typed_body(raw, type_name, served.kind, served.version)
+        obj["apiVersion"], obj["kind"] = served.api_version, served.kind
+        answer = await handle(obj, info, self._context(request, ctx), request)
+        out = choose_output(request.headers.get("Accept"), protobuf=_has_protobuf(served.api_version, served.kind))
+        return respond(answer, out, 201)
 
     # -- output ----------------------------------------------------------------------------------------
 

@@ -34,9 +34,12 @@ from ..rlimit import raise_nofile_limit
 from ..storage import StorageError, Store, open_storage
 from ..storage.cacher import Cacher
 from ..storage.compactor import DEFAULT_COMPACTION_INTERVAL
-from . import discovery, openapi_v2_proto, printers, resource_metrics  # noqa: F401 -- printers register their Table columns
+from . import authz, discovery, openapi_v2_proto, openid_metadata, printers, resource_metrics  # noqa: F401 -- printers register their Table columns
 from .admission.plugins import AdmissionOptions, build_chain
-from .authn import TokenAuthenticator, Union, UserInfo, X509Authenticator
+from .admission.priority import ensure_system_priority_classes
+from .audit import Auditor, LogBackend, LogOptions, load_policy
+from .authn import Union, UserInfo
+from .authn.options import Authentication, AuthenticationOptions
 from .certs import ADMIN_GROUP, ADMIN_USER, PKI, ensure_pki, serving_names, write_kubeconfig
 from .connections import IDLE_TIMEOUT, READ_HEADER_TIMEOUT, GuardedSite, PendingConnections, default_max_pending
 from .encoding import respond, status_response
@@ -95,6 +98,13 @@ class APIServerOptions:
     max_pending_connections: int = field(default_factory=lambda: int(_env_number("PYK8S_MAX_PENDING_CONNECTIONS", 0)))
     admission: AdmissionOptions = field(default_factory=AdmissionOptions)
     aggregator: AggregatorOptions = field(default_factory=AggregatorOptions)
+    # --audit-policy-file and the log backend (--audit-log-*): auditing is on when both are given
+    audit_policy_file: str = ""
+    audit_log: LogOptions = field(default_factory=LogOptions)
+    # --service-account-*, --api-audiences, --token-auth-file, --enable-bootstrap-token-auth, --anonymous-auth
+    authentication: AuthenticationOptions = field(default_factory=AuthenticationOptions)
+    # --authorization-mode, in order (system:masters is always allowed first, as upstream)
+    authorization_modes: tuple[str, ...] = authz.DEFAULT_MODES
 
     @property
     def storage_url(self) -> str:
@@ -117,6 +127,10 @@ class APIServer:
         self.custom_resources: CustomResourceHandler | None = None  # what the CRDs define (apiextensions)
         self.aggregator: APIAggregator | None = None  # APIServices: proxying, availability, merged discovery
         self.service_resolver: ServiceResolver | None = None  # where Services called out to are reached
+        self.authorizer: authz.Union | None = None  # --authorization-mode's authorizers (built in start)
+        self.auditor: Auditor | None = None  # the audit policy and log, when auditing is on
+        self.authentication: Authentication | None = None  # the authenticators and the token signer (_serve)
+        self.openid_metadata: openid_metadata.OpenIDMetadata | None = None  # the issuer's discovery documents
         self._tasks: list[asyncio.Task[None]] = []
         self.resource_metrics: resource_metrics.ResourceMetrics | None = None
         # Discovery lists the metrics.k8s.io group too, which has no storage (see resource_metrics).
@@ -175,7 +189,14 @@ class APIServer:
             await migrate_stored_form(self.store, self.stores.values())
             await self._start_apiextensions()
             await self._ensure_system_namespaces()
+            await self._ensure_rbac_policy()
+            await ensure_system_priority_classes(
+                self.rest("scheduling.k8s.io/v1", "priorityclasses"),
+                Context(UserInfo(ADMIN_USER, groups=(ADMIN_GROUP,))),
+            )
             await self._start_aggregator()
+            await self._start_authorization()
+            self._start_audit()
             await self._serve()
             await self._reconcile_kubernetes_service()
         except BaseException:
@@ -215,6 +236,9 @@ class APIServer:
         for runner in self._runners:
             await runner.cleanup()
         self._runners.clear()
+        if self.auditor is not None:
+            self.auditor.close()
+            self.auditor = None
         if self.store is not None:
             await self.store.close()
             self.store = None
@@ -244,7 +268,7 @@ class APIServer:
             entries, _ = rest.cacher.list(rest.resource.collection_key(""))
             return [en.obj for en in entries]
 
-        admission = build_chain(self.options.admission, get_namespace, list_cached)
+        admission = build_chain(self.options.admission, get_namespace, list_cached, self)
         for r in self.table.stored():
             strategy = strategy_for(r)
             cacher = Cacher(
@@ -273,6 +297,9 @@ class APIServer:
             self._custom_resources_changed, self.service_resolver.resolve,
         )  # fmt: skip
         self.handlers = ResourceHandlers(self.table, self.stores, self.custom_resources.resolve)
+        from .registry import authorization as access_reviews
+
+        access_reviews.register(self.handlers, lambda: self.authorizer)  # SubjectAccessReview and its kin
         self.resource_metrics = resource_metrics.ResourceMetrics(self.rest("v1", "pods"), self.rest("v1", "nodes"))
 
     def _cacher_for(self, prefix: str, attributes: Callable[[Object], tuple[dict[str, str], dict[str, str]]]) -> Cacher:
@@ -314,6 +341,51 @@ class APIServer:
         await self.aggregator.start()
         self._tasks.append(asyncio.create_task(self.aggregator.run()))
 
+    def _start_audit(self) -> None:
+        """The auditor, when a policy and a log path are both given (upstream: no backend, no auditing)."""
+        opts = self.options
+        if not opts.audit_policy_file or not opts.audit_log.path:
+            if opts.audit_policy_file or opts.audit_log.path:
+                log.warning("auditing is off: it needs both --audit-policy-file and --audit-log-path")
+            return
+        self.auditor = Auditor(load_policy(opts.audit_policy_file), LogBackend(opts.audit_log))
+
+    async def _start_authorization(self) -> None:
+        """The authorizers `--authorization-mode` names, in order, behind the system:masters one; each that
+        keeps an index of the cluster's objects has it built before the first request is served."""
+        from .authz.rbac import RBACAuthorizer, install_escalation_checks
+
+        self.rbac: RBACAuthorizer | None = None
+        authorizers: list[authz.Authorizer] = [authz.PrivilegedGroups(authz.SYSTEM_PRIVILEGED_GROUP)]
+        for mode in self.options.authorization_modes:
+            if mode == authz.MODE_ALWAYS_ALLOW:
+                authorizers.append(authz.AlwaysAllow())
+            elif mode == authz.MODE_ALWAYS_DENY:
+                authorizers.append(authz.AlwaysDeny())
+            elif mode == authz.MODE_RBAC:
+                self.rbac = RBACAuthorizer(self.rest)
+                await self.rbac.start()
+                self._tasks.append(asyncio.create_task(self.rbac.run()))
+                authorizers.append(self.rbac)
+            elif mode == authz.MODE_NODE:
+                from .authz.node import NodeAuthorizer
+
+                node = NodeAuthorizer(self.rest)
+                await node.start()
+                self._tasks.append(asyncio.create_task(node.run()))
+                authorizers.append(node)
+            else:
+                raise ValueError(f"authorization mode {mode} is not implemented by pyk8s yet")
+        self.authorizer = authz.Union(authorizers)
+        # Escalation checks guard roles and bindings whatever the modes, as upstream's RBAC storage does, with
+        # `escalate` and `bind` asked of the whole chain. Under AlwaysAllow those are always granted, so the
+        # rule index they would fall back on is never read and need not be kept.
+        resolver = self.rbac or RBACAuthorizer(self.rest)
+        if self.rbac is None and authz.MODE_ALWAYS_ALLOW not in self.options.authorization_modes:
+            await resolver.start()
+            self._tasks.append(asyncio.create_task(resolver.run()))
+        install_escalation_checks(self.rest, self.authorizer, resolver)
+
     async def _start_apiextensions(self) -> None:
         """Serve the CRDs stored now, then keep their names, conditions, handlers and cleanup going."""
         assert self.custom_resources is not None
@@ -324,6 +396,14 @@ class APIServer:
 
     def rest(self, group_version: str, plural: str) -> RESTStore:
         return self.stores[(group_version, plural)]
+
+    async def _ensure_rbac_policy(self) -> None:
+        """The default roles and bindings, reconciled before serving whatever the authorization mode (upstream's
+        `rbac/bootstrap-roles` post-start hook runs whenever the RBAC API is served)."""
+        from .authz.rbac.ensure import ensure_rbac_policy
+
+        # No field manager: recording managedFields would make the first start's ~120 creates five times slower.
+        await ensure_rbac_policy(self.rest, Context(UserInfo(ADMIN_USER, groups=(ADMIN_GROUP,))))
 
     async def _ensure_system_namespaces(self) -> None:
         ns = self.rest("v1", "namespaces")
@@ -353,8 +433,11 @@ class APIServer:
         server. Every path goes to `dispatch`, so aiohttp's Application (its router, its middleware wrapping
         and per-request app lookups, some 5% of a request's CPU) would only add cost."""
         opts = self.options
+        assert self.authorizer is not None
         cfg = ChainConfig(
             authenticator=authenticator,
+            authorizer=self.authorizer,
+            auditor=self.auditor,
             anonymous_is_admin=anonymous_is_admin,
             max_requests_inflight=opts.max_requests_inflight,
             max_mutating_requests_inflight=opts.max_mutating_requests_inflight,
@@ -375,8 +458,8 @@ class APIServer:
     async def _serve(self) -> None:
         assert self.pki is not None
         opts = self.options
-        tokens = {self.pki.admin_token: UserInfo(ADMIN_USER, groups=(ADMIN_GROUP,))}
-        secure = Union([TokenAuthenticator(tokens), X509Authenticator()])
+        auth = self._start_authentication()
+        secure = auth.request_authenticator
         ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         ctx.load_cert_chain(self.pki.serving_cert, self.pki.serving_key)
         ctx.load_verify_locations(self.pki.ca_cert)
@@ -392,8 +475,27 @@ class APIServer:
                 opts.insecure_bind_address,
                 opts.insecure_port,
             )
-            server = self._handler(Union([TokenAuthenticator(tokens)]), True)
+            server = self._handler(Union([auth.bearer]), True)
             self.insecure_port = await self._listen(server, opts.insecure_bind_address, opts.insecure_port, None)
+        self.openid_metadata = openid_metadata.build(auth.issuers[0], opts.authentication.service_account_jwks_uri,
+                                                     urlsplit(self.url).netloc, auth.keys)  # fmt: skip
+
+    def _start_authentication(self) -> Authentication:
+        """The authenticators the flags ask for, and what serves with their keys: the TokenRequest API,
+        TokenReview and SelfSubjectReview, and the legacy token tracking ConfigMap."""
+        from .authn.legacy_token_tracking import LegacyTokenTrackingController
+        from .registry import authentication as authentication_registry
+        from .registry.serviceaccount_token import TokenREST
+
+        assert self.pki is not None and self.handlers is not None
+        admin = UserInfo(ADMIN_USER, groups=(ADMIN_GROUP,))
+        auth = Authentication(self.options.authentication, self.rest, self.pki.dir, {self.pki.admin_token: admin})
+        self.authentication = auth
+        self.handlers.subresources.token_request = TokenREST(self.rest, auth).create
+        authentication_registry.install(self.handlers.create_only, auth)
+        apiserver = UserInfo("system:apiserver", groups=(ADMIN_GROUP,))
+        self._tasks.append(asyncio.create_task(LegacyTokenTrackingController(self.rest, apiserver).run()))
+        return auth
 
     async def _listen(self, server: web.Server, host: str, port: int, ssl_ctx: ssl.SSLContext | None) -> int:
         runner = web.ServerRunner(server, handle_signals=False, shutdown_timeout=10)
@@ -446,6 +548,10 @@ class APIServer:
             return self._openapi(request, parts[1:])
         if path == "/metrics":
             return web.Response(body=self.metrics.exposition(), content_type="text/plain", charset="utf-8")
+        if parts[0] in (".well-known", "openid") and self.openid_metadata is not None:
+            doc = self.openid_metadata.serve(path)
+            if doc is not None:
+                return doc
         if self.aggregator is not None and parts[0] == "apis" and len(parts) <= 2:
             merged = self.aggregator.discovery(request, path)  # with the extension servers' groups
             if merged is not None:
@@ -463,7 +569,9 @@ class APIServer:
                 return web.Response(body=body, content_type="application/json")
         if path == "/":
             t = self.discovery_table
+            openid = {openid_metadata.OPENID_CONFIG_PATH, openid_metadata.JWKS_PATH} if self.openid_metadata else set()
             paths = sorted({"/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/metrics", "/version"}
+                           | openid
                            | {f"/apis/{g}" for g in t.groups() if g}
                            | {f"/apis/{g}/{v}" for g in t.groups() if g for v in t.versions[g]})  # fmt: skip
             return respond({"paths": paths}, Output())

@@ -1,13 +1,15 @@
 """Subresources other than `status`: `scale` (autoscaling/v1 Scale over a workload's replicas),
 `pods/binding` and the `bindings` resource (assign a pod to a node), `pods/eviction` (a graceful delete),
 `pods/ephemeralcontainers` (the pod, written through registry/pod_ephemeral_containers.py) and
-`namespaces/finalize` (upstream: the registries' scale, binding, eviction and finalize REST objects);
+`namespaces/finalize`, `serviceaccounts/token` (the TokenRequest API, registry/serviceaccount_token.py)
+(upstream: the registries' scale, binding, eviction, finalize and token REST objects);
 `pods/log` (`pod_log`) and the streaming ones, exec, attach, portforward and proxy (`pod_connect`)."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -22,12 +24,13 @@ from ..storage import Preconditions
 from .apply import read_config, validate_patch_options
 from .encoding import decode, read_body, respond, typed_body
 from .eviction import evict
-from .negotiation import APPLY_PATCH_YAML, Output
+from .negotiation import APPLY_PATCH_YAML, Output, choose_output
 from .registry.rest import Context
 from .request_info import RequestInfo
 
 _BINDING = "io.k8s.api.core.v1.Binding"
 _EVICTION = "io.k8s.api.policy.v1.Eviction"
+_TOKEN_REQUEST = "io.k8s.api.authentication.v1.TokenRequest"
 _SCALE = "io.k8s.api.autoscaling.v1.Scale"
 
 if TYPE_CHECKING:
@@ -87,6 +90,9 @@ class Subresources:
     def __init__(self, handlers: ResourceHandlers) -> None:
         self.handlers = handlers
         self.stopping = asyncio.Event()  # set when the server stops: open log streams end
+        # serviceaccounts/token: (namespace, name, TokenRequest) -> the answered TokenRequest (set by the server,
+        # registry/serviceaccount_token.py); None: not served
+        self.token_request: Callable[[str, str, Object], Awaitable[Object]] | None = None
 
     async def serve(self, request: web.Request, r: Resolved, ctx: Context) -> web.StreamResponse:
         sub = r.info.subresource
@@ -96,6 +102,8 @@ class Subresources:
             return await self.binding(request, r.info, ctx)
         if sub == "eviction":
             return await self.eviction(request, r, ctx)
+        if sub == "token" and self.token_request is not None:
+            return await self.token(request, r)
         if sub == "ephemeralcontainers":
             # The pod itself, of which a write changes spec.ephemeralContainers only (the pod strategy's).
             if r.info.verb == "get":
@@ -231,6 +239,20 @@ class Subresources:
             raise errors.bad_request("Name parameter required.")
         pods = self.handlers.store_for(self.handlers.table.get("", "v1", "pods"))  # type: ignore[arg-type]
         return await bind_pod(pods, info.namespace, name, binding, self.handlers._context(request, ctx))
+
+    async def token(self, request: web.Request, r: Resolved) -> web.Response:
+        """`serviceaccounts/<name>/token`: a TokenRequest, answered with its token."""
+        assert self.token_request is not None
+        raw, _ = decode(await read_body(request), request.headers.get("Content-Type"), kind="TokenRequest")
+        req = typed_body(raw, _TOKEN_REQUEST, "TokenRequest")
+        req["apiVersion"], req["kind"] = "authentication.k8s.io/v1", "TokenRequest"
+        answer = await self.token_request(r.info.namespace, r.info.name, req)
+        from .handlers import _has_protobuf  # handlers imports this module
+
+        out = choose_output(
+            request.headers.get("Accept"), protobuf=_has_protobuf("authentication.k8s.io/v1", "TokenRequest")
+        )
+        return respond(answer, out, 201)
 
     async def eviction(self, request: web.Request, r: Resolved, ctx: Context) -> web.Response:
         raw, _ = decode(await read_body(request), request.headers.get("Content-Type"), kind="Eviction")

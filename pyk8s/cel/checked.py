@@ -285,11 +285,17 @@ class _ListOf:
 UNKNOWN_SIZE = 3 * 1024 * 1024  # upstream's MaxRequestSizeBytes, the bound of anything in a request
 
 
-def estimate_cost(root: Node, self_info: SizeInfo | ValueSizes | None, optional_list: str = "") -> int:
+def estimate_cost(
+    root: Node,
+    self_info: SizeInfo | ValueSizes | None,
+    optional_list: str = "",
+    variables: dict[str, Any] | None = None,
+) -> int:
     """An upper bound of the evaluation cost of `root` in CEL cost units, taking `self` (and `oldSelf`) as
-    described by `self_info`. Coarser than cel-go's estimator in places (every call costs at least 1 and
-    comprehension bodies are charged for every element), never lower for the forms it knows."""
-    env: dict[str, Size] = {}
+    described by `self_info`, and other variables (admission's `object`, `params`, ...) by `variables`. Coarser
+    than cel-go's estimator in places (every call costs at least 1 and comprehension bodies are charged for every
+    element), never lower for the forms it knows."""
+    env: dict[str, Size] = {name: Size(info.max_elements, info) for name, info in (variables or {}).items()}
     if self_info is not None:
         env["self"] = env["oldSelf"] = Size(self_info.max_elements, self_info)
         if optional_list:  # the one-element list an optional oldSelf is bound from

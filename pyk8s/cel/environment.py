@@ -220,6 +220,15 @@ def _clean(message: str, line_shift: int) -> str:
     return message
 
 
+def compile_in(env: Any, source: str) -> Program:
+    """Compile `source` in an environment the caller declared (admission policies'); CompileError on failure."""
+    expression, error = _compile_text(env, source)
+    if expression is None:
+        raise CompileError("compilation failed: " + _clean(error, 0))
+    tree = checked.decode(expression.serialize())
+    return Program(source, expression, env, tree, expression.return_type().name().lower(), False)
+
+
 def compile_expression(source: str, self_decl: Decl, *, optional_old_self: bool = False) -> Program:
     """Compile one expression with `self` (and `oldSelf`) declared `self_decl`; CompileError on failure.
 

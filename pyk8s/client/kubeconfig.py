@@ -14,6 +14,7 @@ import os
 import ssl
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,8 @@ class ClientConfig:
     burst: int = 10
     timeout: float | None = None  # per request, seconds; watches are not limited by it
     user_agent: str = ""
+    # A source of tokens that change (a controller's service account token, renewed): asked per request.
+    token_source: Callable[[], str] | None = field(default=None, repr=False, compare=False)
     _token_cache: tuple[float, str] | None = field(default=None, repr=False, compare=False)
 
     def with_options(self, **changes: Any) -> ClientConfig:
@@ -67,6 +70,8 @@ class ClientConfig:
 
     def bearer_token(self) -> str | None:
         """The token to send, rereading `token_file` when the cached copy is older than a minute."""
+        if self.token_source is not None:
+            return self.token_source()
         if self.token_file:
             now = time.monotonic()
             if self._token_cache is None or now - self._token_cache[0] > TOKEN_FILE_REFRESH:

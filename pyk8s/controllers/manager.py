@@ -23,6 +23,8 @@ from ..client.workqueue import WORKQUEUE_REGISTRY
 from ..component_server import ComponentServer
 from ..gc_policy import freeze_long_lived
 from .certificates import RootCACertPublisher
+from .clientbuilder import ControllerClientBuilder
+from .clusterroleaggregation import ClusterRoleAggregationController
 from .cronjob import CronJobController
 from .daemon import DaemonSetsController
 from .deployment import DeploymentController
@@ -39,10 +41,12 @@ from .podautoscaler import HorizontalController
 from .podgc import DEFAULT_TERMINATED_POD_GC_THRESHOLD, PodGCController
 from .replicaset import ReplicaSetController
 from .replication import replication_manager
+from .resourcequota import ResourceQuotaController
 from .serviceaccount import ServiceAccountsController
 from .statefulset import StatefulSetController
 from .tainteviction import TaintEvictionController
 from .ttlafterfinished import TTLAfterFinishedController
+from .validatingadmissionpolicystatus import ValidatingAdmissionPolicyStatusController
 from .volume.local_path_provisioner import LocalPathProvisioner
 from .volume.persistentvolume import PersistentVolumeController
 from .volume.pv_protection import PVProtectionController
@@ -91,6 +95,13 @@ def new_controller_initializers() -> dict[str, Initializer]:
             c, f, workers=o.get("concurrent_ttl_after_finished_syncs", 5)
         ),
         "serviceaccount-controller": lambda c, f, o: ServiceAccountsController(c, f),
+        "clusterrole-aggregation-controller": lambda c, f, o: ClusterRoleAggregationController(c, f),
+        "resourcequota-controller": lambda c, f, o: ResourceQuotaController(
+            c,
+            f,
+            workers=o.get("concurrent_resource_quota_syncs", 5),
+            sync_period=o.get("resource_quota_sync_period", 300.0),
+        ),
         "endpoints-controller": lambda c, f, o: EndpointsController(
             c, f, workers=o.get("concurrent_endpoint_syncs", 5)
         ),
@@ -107,6 +118,7 @@ def new_controller_initializers() -> dict[str, Initializer]:
         "persistentvolumeclaim-protection-controller": lambda c, f, o: PVCProtectionController(c, f),
         "persistentvolume-protection-controller": lambda c, f, o: PVProtectionController(c, f),
         # Not a kube-controller-manager controller: the provisioner k3s ships, simulated (see its module).
+        "validatingadmissionpolicy-status-controller": lambda c, f, o: ValidatingAdmissionPolicyStatusController(c, f),
         "local-path-provisioner": lambda c, f, o: LocalPathProvisioner(c, f),
     }
 
@@ -159,6 +171,7 @@ def _node_ipam(c: RESTClient, f: SharedInformerFactory, o: dict[str, Any]) -> No
 
 
 ALIASES = {
+    "validatingadmissionpolicy-status": "validatingadmissionpolicy-status-controller",
     "garbagecollector": "garbage-collector-controller",
     "namespace": "namespace-controller",
     "nodelifecycle": "node-lifecycle-controller",
@@ -175,6 +188,8 @@ ALIASES = {
     "daemonset": "daemonset-controller",
     "ttl-after-finished": "ttl-after-finished-controller",
     "serviceaccount": "serviceaccount-controller",
+    "clusterrole-aggregation": "clusterrole-aggregation-controller",
+    "resourcequota": "resourcequota-controller",
     "endpoint": "endpoints-controller",
     "endpointslice": "endpointslice-controller",
     "root-ca-cert-publisher": "root-ca-certificate-publisher-controller",
@@ -276,8 +291,12 @@ class ControllerManager:
     async def _run_controllers(self) -> None:
         factory = SharedInformerFactory(self.client, transform=drop_managed_fields)
         init = new_controller_initializers()
+        # --use-service-account-credentials: each controller writes as its own service account (the
+        # informers read as the manager, as upstream's shared informers do)
+        builder = ControllerClientBuilder(self.client) if self.options.get("use_service_account_credentials") else None
         for name in self.names:
-            controller = init[name](self.client, factory, self.options)
+            client = await builder.client_for(name) if builder is not None else self.client
+            controller = init[name](client, factory, self.options)
             if controller is None:
                 log.info("controller-manager: %s is disabled by its flags; not started", name)
                 continue
@@ -296,6 +315,8 @@ class ControllerManager:
                 t.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             await factory.shutdown()
+            if builder is not None:
+                await builder.close()
 
     async def _wait_synced(self, factory: SharedInformerFactory) -> None:
         await factory.wait_for_cache_sync()

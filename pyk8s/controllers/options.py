@@ -48,6 +48,8 @@ _OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
                  help="Endpoints in one EndpointSlice at most."),
     click.option("--pvclaimbinder-sync-period", default="15s", show_default=True,
                  help="How often the PV controller syncs every volume and claim."),
+    go_bool_option("--use-service-account-credentials", False,
+                   "Each controller uses its own service account's credentials (kube-system/<controller>)."),
     click.option("--root-ca-file", default="",
                  help="CA bundle published in every namespace as kube-root-ca.crt (default: the kubeconfig's CA)."),
     click.option("--node-monitor-period", default="5s", show_default=True,
@@ -83,7 +85,7 @@ _PLAIN = (
     "horizontal_pod_autoscaler_tolerance",
     "concurrent_ttl_after_finished_syncs",
     "concurrent_endpoint_syncs", "concurrent_service_endpoint_syncs", "max_endpoints_per_slice",
-    "root_ca_file",
+    "root_ca_file", "use_service_account_credentials",
 )  # fmt: skip
 
 # Go durations, passed on in seconds.

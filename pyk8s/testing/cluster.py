@@ -34,7 +34,7 @@ def kubectl_binary() -> str:
 # with no node lifecycle controller must not keep TaintNodesByCondition's not-ready taint, or nothing schedules.
 TEST_ADMISSION_ARGS = (
     "--disable-admission-plugins",
-    "ServiceAccount,TaintNodesByCondition,Priority,StorageObjectInUseProtection",
+    "ServiceAccount,TaintNodesByCondition,StorageObjectInUseProtection",
 )
 
 

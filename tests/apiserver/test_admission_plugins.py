@@ -27,6 +27,9 @@ def server(request: pytest.FixtureRequest) -> Iterator[APIServerProcess]:
         etcd_url=etcd.url if etcd else "", admission_args=("--default-unreachable-toleration-seconds", "60")
     ).start()
     proc.create_namespace("adm")
+    # No controller manager runs here: the ServiceAccount plugin needs the account its controller would make.
+    proc.request("POST", "/api/v1/namespaces/adm/serviceaccounts",
+                 {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}})  # fmt: skip
     yield proc
     proc.cleanup()
     if etcd is not None:
@@ -86,7 +89,7 @@ def test_taint_nodes_by_condition(server: APIServerProcess) -> None:
 
 def test_disabled_plugins_and_unknown_names() -> None:
     with APIServerProcess(
-        admission_args=("--disable-admission-plugins", "DefaultTolerationSeconds,TaintNodesByCondition")
+        admission_args=("--disable-admission-plugins", "DefaultTolerationSeconds,TaintNodesByCondition,ServiceAccount")
     ) as server:
         server.create_namespace("adm")
         assert not create_pod(server, "plain")["spec"].get("tolerations")

@@ -15,6 +15,9 @@ from pyk8s.testing.cluster import APIServerProcess
 @pytest.fixture(scope="module")
 def server():
     s = APIServerProcess(admission_args=()).start()  # every default admission plugin pyk8s has, as `pyk8s up`
+    # No controller manager runs here: the ServiceAccount plugin needs the account its controller would make.
+    s.request("POST", "/api/v1/namespaces/default/serviceaccounts",
+              {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}})  # fmt: skip
     yield s
     s.cleanup()
 

@@ -26,7 +26,7 @@ def cluster() -> Iterator[dict[str, Any]]:
     server = APIServerProcess(admission_args=()).start()
     cm = ComponentProcess(
         "controller-manager", server.kubeconfig, "--no-leader-elect",
-        "--controllers", "node-lifecycle-controller,taint-eviction-controller,nodeipam,podgc",
+        "--controllers", "node-lifecycle-controller,taint-eviction-controller,nodeipam,podgc,serviceaccount",
         "--node-monitor-period", "1s", "--node-monitor-grace-period", f"{GRACE}s",
         "--allocate-node-cidrs", "--cluster-cidr", "10.244.0.0/16", log_dir=server.dir,
     ).start()  # fmt: skip

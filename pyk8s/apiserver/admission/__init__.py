@@ -31,6 +31,18 @@ class Attributes:
     user: UserInfo
     dry_run: bool = False
     options: dict[str, Any] = field(default_factory=dict)
+    reinvocation: ReinvocationContext = field(default_factory=lambda: ReinvocationContext())
+
+
+@dataclass
+class ReinvocationContext:
+    """Whether the mutating phase runs a second time (upstream: admission.ReinvocationContext): a plugin that
+    changed the object after one that asked to be re-run sets `should_reinvoke`; `values` keeps what plugins
+    remember between the two passes."""
+
+    is_reinvoke: bool = False
+    should_reinvoke: bool = False
+    values: dict[str, Any] = field(default_factory=dict)
 
 
 class Plugin(Protocol):
@@ -54,6 +66,12 @@ class Chain:
     async def admit(self, a: Attributes) -> None:
         for p in self.plugins:
             await p.admit(a)
+        if a.reinvocation.should_reinvoke and not a.reinvocation.is_reinvoke:
+            # Once more, every plugin (upstream's reinvoker): the in-tree ones are idempotent, and webhooks
+            # with reinvocationPolicy IfNeeded see what the ones after them changed.
+            a.reinvocation.is_reinvoke = True
+            for p in self.plugins:
+                await p.admit(a)
 
     async def validate(self, a: Attributes) -> None:
         for p in self.plugins:

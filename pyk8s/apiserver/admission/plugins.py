@@ -12,14 +12,27 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ...api.meta import Object
 from . import Chain, Plugin
+from .certificates import CertificateApproval, CertificateSigning, CertificateSubjectRestriction
+from .default_ingress_class import DefaultIngressClass
 from .default_storage_class import DefaultStorageClass
 from .default_toleration_seconds import DEFAULT_SECONDS, DefaultTolerationSeconds
+from .limit_ranger import LimitRanger
 from .namespace_lifecycle import NamespaceLifecycle
+from .node_restriction import NodeRestriction
 from .node_taint import TaintNodesByCondition
+from .podsecurity import PodSecurity
+from .policy.validating import ValidatingAdmissionPolicy
+from .priority import Priority
+from .resource_quota import ResourceQuota
+from .runtime_class import RuntimeClass
+from .service_account import ServiceAccount
 from .storage_object_in_use_protection import StorageObjectInUseProtection
+from .webhook.mutating import MutatingAdmissionWebhook
+from .webhook.validating import ValidatingAdmissionWebhook
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +60,10 @@ DEFAULT_ON = frozenset({
 
 IMPLEMENTED = (
     "NamespaceLifecycle", "TaintNodesByCondition", "DefaultTolerationSeconds", "DefaultStorageClass",
-    "StorageObjectInUseProtection",
+    "StorageObjectInUseProtection", "ValidatingAdmissionPolicy", "MutatingAdmissionWebhook",
+    "ValidatingAdmissionWebhook", "LimitRanger", "ServiceAccount", "Priority", "RuntimeClass", "DefaultIngressClass",
+    "ResourceQuota", "CertificateApproval", "CertificateSigning", "CertificateSubjectRestriction",
+    "PodSecurity", "NodeRestriction",
 )  # fmt: skip
 
 
@@ -84,8 +100,10 @@ def build_chain(
     options: AdmissionOptions,
     get_namespace: Callable[[str], Awaitable[Object | None]],
     list_cached: Callable[[str, str], list[Object]] = lambda _gv, _plural: [],
+    host: Any = None,
 ) -> Chain:
-    """The chain `options` asks for; `list_cached(group_version, plural)` reads a resource's watch cache."""
+    """The chain `options` asks for; `list_cached(group_version, plural)` reads a resource's watch cache;
+    `host` is the API server, read by plugins that need its stores and authorizer (policy.validating.Host)."""
     problems = options.validate()
     if problems:
         raise ValueError("; ".join(problems))
@@ -97,7 +115,24 @@ def build_chain(
         "DefaultTolerationSeconds": lambda: DefaultTolerationSeconds(
             options.default_not_ready_toleration_seconds, options.default_unreachable_toleration_seconds
         ),
+        "DefaultIngressClass": lambda: DefaultIngressClass(
+            lambda: list_cached("networking.k8s.io/v1", "ingressclasses")
+        ),
+        "CertificateSubjectRestriction": CertificateSubjectRestriction,
+        "PodSecurity": lambda: PodSecurity(get_namespace, host),
     }
+    if host is not None:
+        factories["ValidatingAdmissionPolicy"] = lambda: ValidatingAdmissionPolicy(host)
+        factories["MutatingAdmissionWebhook"] = lambda: MutatingAdmissionWebhook(host)
+        factories["ValidatingAdmissionWebhook"] = lambda: ValidatingAdmissionWebhook(host)
+        factories["LimitRanger"] = lambda: LimitRanger(host)
+        factories["ServiceAccount"] = lambda: ServiceAccount(host)
+        factories["Priority"] = lambda: Priority(host)
+        factories["RuntimeClass"] = lambda: RuntimeClass(host)
+        factories["ResourceQuota"] = lambda: ResourceQuota(host)
+        factories["CertificateApproval"] = lambda: CertificateApproval(host)
+        factories["CertificateSigning"] = lambda: CertificateSigning(host)
+        factories["NodeRestriction"] = lambda: NodeRestriction(host)
     names = options.enabled()
     missing = [n for n in names if n not in factories and n in options.enable_plugins]
     if missing:

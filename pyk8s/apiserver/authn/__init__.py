@@ -1,20 +1,27 @@
-"""Authentication: who sent a request (upstream: apiserver/pkg/authentication).
+"""Authentication: who sent a request (upstream: apiserver/pkg/authentication, and kube-apiserver's
+pkg/kubeapiserver/authenticator `Config.New` for how the chain is put together).
 
-Authenticators are tried in order; the first that recognises the request's credentials wins. A request
-with no credentials is `system:anonymous`; one with credentials that no authenticator accepts is 401.
+The request authenticators (client certificates, bearer tokens) are tried in order; the first that recognises
+the request's credentials wins, and `system:authenticated` is added to its groups. A request none of them
+recognises is `system:anonymous` (when anonymous requests are allowed) — unless one of them *rejected* the
+credentials it was shown: then the request is refused with 401 and anonymous is not tried (upstream's
+`union.NewFailOnError(chain, anonymous)`).
+
+The pieces live in their own modules: `x509`, `bearertoken` (the token union and its cache), `token_file`
+(`--token-auth-file`), `serviceaccount` (service-account user names), `jwt`, `claims` and `legacy`
+(service-account tokens), `bootstrap` (bootstrap tokens) and `options` (the flags, and the chain they build).
 """
 
 from __future__ import annotations
 
-import hmac
-import ssl
-import weakref
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 ANONYMOUS = "system:anonymous"
 UNAUTHENTICATED_GROUP = "system:unauthenticated"
 AUTHENTICATED_GROUP = "system:authenticated"
+CREDENTIAL_ID_KEY = "authentication.kubernetes.io/credential-id"  # upstream: user.CredentialIDKey
 
 
 @dataclass(frozen=True)
@@ -41,91 +48,75 @@ class Credentials(Protocol):
 
 
 class InvalidCredentials(Exception):
-    """Credentials were presented and are wrong (401, never a fall-through to anonymous)."""
+    """Credentials were presented and are wrong (401, never a fall-through to anonymous). The message is what
+    a TokenReview reports in `status.error`."""
 
 
 class Authenticator(Protocol):
     def authenticate(self, request: Credentials) -> UserInfo | None:
-        """The user, None if this authenticator does not handle the request's credentials."""
+        """The user, None if this authenticator does not handle the request's credentials; raises
+        InvalidCredentials when it handles them and they are wrong."""
         ...
 
 
-class TokenAuthenticator:
-    """Static bearer tokens (upstream: --token-auth-file)."""
-
-    def __init__(self, tokens: dict[str, UserInfo]) -> None:
-        self.tokens = tokens
-
-    def authenticate(self, request: Credentials) -> UserInfo | None:
-        header = request.headers.get("Authorization", "")
-        if not header:
-            return None
-        scheme, _, token = header.partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
-            raise InvalidCredentials("invalid bearer token")
-        # Compared as bytes: a header may carry any character, and compare_digest takes only ASCII str.
-        presented = token.strip().encode("utf-8", "replace")
-        for known, user in self.tokens.items():
-            if hmac.compare_digest(known.encode(), presented):
-                return _authenticated(user)
-        raise InvalidCredentials("invalid bearer token")
+def aggregate_message(errors: Iterable[BaseException]) -> str:
+    """Several errors as one message, the way apimachinery's Aggregate prints them: one alone as it is, more
+    as `[a, b]` with repeated messages left out."""
+    messages = list(dict.fromkeys(str(e) for e in errors))
+    if len(messages) == 1:
+        return messages[0]
+    return "[" + ", ".join(messages) + "]"
 
 
-class X509Authenticator:
-    """Client certificates signed by the cluster CA: CN is the user, O the groups (TLS verified them)."""
-
-    def authenticate(self, request: Credentials) -> UserInfo | None:
-        cert = request.peer_certificate()
-        if not cert:
-            return None
-        cn, orgs = "", []
-        for rdn in cert.get("subject", ()):
-            for k, v in rdn:
-                if k == "commonName":
-                    cn = v
-                elif k == "organizationName":
-                    orgs.append(v)
-        if not cn:
-            raise InvalidCredentials("client certificate has no common name")
-        return _authenticated(UserInfo(cn, groups=tuple(orgs)))
-
-
-def _authenticated(user: UserInfo) -> UserInfo:
-    if AUTHENTICATED_GROUP in user.groups:
+def with_authenticated_group(user: UserInfo) -> UserInfo:
+    """`system:authenticated` added to an authenticated user's groups (upstream: AuthenticatedGroupAdder):
+    not to the anonymous user, and not when either implicit group is there already."""
+    if user.name == ANONYMOUS or AUTHENTICATED_GROUP in user.groups or UNAUTHENTICATED_GROUP in user.groups:
         return user
     return UserInfo(user.name, user.uid, (*user.groups, AUTHENTICATED_GROUP), user.extra)
 
 
 class Union:
-    """Try each authenticator; anonymous when none applies."""
+    """The request authenticators in order, behind the authenticated-group adder, with the anonymous user as
+    the fallback when none applies and none failed."""
 
     def __init__(self, authenticators: list[Authenticator], *, anonymous: bool = True) -> None:
         self.authenticators = authenticators
         self.anonymous = anonymous
 
     def authenticate(self, request: Credentials) -> UserInfo | None:
+        failures: list[InvalidCredentials] = []
         for a in self.authenticators:
-            user = a.authenticate(request)
+            try:
+                user = a.authenticate(request)
+            except InvalidCredentials as err:
+                failures.append(err)
+                continue
             if user is not None:
-                return user
+                return with_authenticated_group(user)
+        if failures:
+            raise InvalidCredentials(aggregate_message(failures))
         return ANONYMOUS_USER if self.anonymous else None
 
 
-# A connection's client certificate, kept for its life: getpeercert decodes it anew each time (a few % of the
-# API server's time under load), and a TLS connection's peer does not change (renegotiation is refused).
-_PEER_CERTIFICATES: weakref.WeakKeyDictionary[ssl.SSLObject, dict[str, Any] | None] = weakref.WeakKeyDictionary()
+# The pieces, under the names other code imports from here (they import the definitions above).
+from .token_file import TokenAuthenticator  # noqa: E402
+from .x509 import X509Authenticator, peer_certificate_of  # noqa: E402
 
-
-def peer_certificate_of(ssl_object: ssl.SSLObject | None) -> dict[str, Any] | None:
-    if ssl_object is None:
-        return None
-    try:
-        return _PEER_CERTIFICATES[ssl_object]
-    except KeyError:
-        pass
-    try:
-        cert: dict[str, Any] | None = ssl_object.getpeercert()  # type: ignore[assignment]
-    except (ValueError, ssl.SSLError):
-        return None  # the handshake is not done: not remembered
-    _PEER_CERTIFICATES[ssl_object] = cert
-    return cert
+__all__ = [
+    "ANONYMOUS",
+    "ANONYMOUS_USER",
+    "AUTHENTICATED_GROUP",
+    "CREDENTIAL_ID_KEY",
+    "UNAUTHENTICATED_GROUP",
+    "Authenticator",
+    "Credentials",
+    "InvalidCredentials",
+    "TokenAuthenticator",
+    "Union",
+    "UserInfo",
+    "X509Authenticator",
+    "aggregate_message",
+    "peer_certificate_of",
+    "with_authenticated_group",
+]

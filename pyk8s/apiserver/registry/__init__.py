@@ -34,4 +34,6 @@ def strategy_for(resource: Resource) -> Strategy:
 # The group modules register their strategies on import.
 from ...aggregator import registry as _apiservices  # noqa: E402, F401 -- APIServices' strategy
 from ...apiextensions import crd_strategy  # noqa: E402, F401 -- CustomResourceDefinitions' strategy
+from . import admissionregistration as _webhooks  # noqa: E402, F401 -- admission webhook configurations
 from . import apps, autoscaling, batch, core, networking, policy, rbac, scheduling, storage_classes  # noqa: E402, F401
+from . import validating_admission_policy as _vap  # noqa: E402, F401 -- admission policies and their bindings

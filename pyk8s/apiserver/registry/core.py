@@ -340,14 +340,14 @@ class PodStrategy(Strategy):
             spec.setdefault("enableServiceLinks", True)
 
     def admission_defaults(self, obj: Object) -> None:
-        # The ServiceAccount and Priority admission plugins' (the 300 s not-ready/unreachable tolerations are the
-        # DefaultTolerationSeconds plugin's, which pyk8s runs as a plugin).
+        # The ServiceAccount plugin's default, kept for servers that turn the plugin off (tests); not for mirror
+        # pods, which may name no service account. Priority and preemptionPolicy are the Priority plugin's alone:
+        # set here, they would read as values the client gave.
         spec = obj.get("spec")
-        if isinstance(spec, dict):
+        mirror = "kubernetes.io/config.mirror" in ((obj.get("metadata") or {}).get("annotations") or {})
+        if isinstance(spec, dict) and not mirror:
             spec.setdefault("serviceAccountName", "default")
             spec.setdefault("serviceAccount", spec["serviceAccountName"])
-            spec.setdefault("priority", 0)
-            spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
 
     def prepare_for_create(self, obj: Object) -> None:
         super().prepare_for_create(obj)

@@ -101,6 +101,10 @@ class Context:
 
 
 Updater = Callable[[Object | None], Awaitable[Object]]
+# A store's own check of a create or update, after mutating admission and before validating admission:
+# (operation, namespace, the URL's name ("" for a POST), new object, stored object or None, context). Upstream's
+# storages that wrap the generic one (RBAC's escalation checks) do theirs at that point.
+BeforeWrite = Callable[[str, str, str, Object, Object | None, Context], Awaitable[None]]
 
 
 def parse_resource_version(rv: str, what: str = "resourceVersion") -> int:
@@ -134,6 +138,7 @@ class RESTStore:
         self.codec = codec_for(resource.group, resource.version, resource.kind)
         self.verify_typed = os.environ.get("PYK8S_VERIFY_TYPED") == "1"
         self._field_managers: dict[str, FieldManager] = {}
+        self.before_write: BeforeWrite | None = None
 
     # -- helpers ---------------------------------------------------------------------------------------
 
@@ -520,6 +525,8 @@ class RESTStore:
         attrs = Attributes(CREATE, self.resource, "", namespace, name, obj, None, ctx.user, ctx.dry_run)
         await self.admission.admit(attrs)
         obj = attrs.object or obj
+        if self.before_write is not None:
+            await self.before_write(CREATE, namespace, "", obj, None, ctx)
         await self.admission.validate(attrs)
         obj = self.typed(obj)
         for attempt in range(GENERATE_NAME_RETRIES + 1):
@@ -605,6 +612,8 @@ class RESTStore:
                 )
             await self.admission.admit(attrs)
             new = attrs.object or new
+            if self.before_write is not None and not subresource:
+                await self.before_write(attrs.operation, namespace, name, new, existing, ctx)
             await self.admission.validate(attrs)
             if subresource != "binding":
                 # Upstream's binding writes the pod straight to storage: its field manager tracks the Binding,

@@ -1,0 +1,57 @@
+"""Client certificates signed by the cluster CA (upstream: apiserver/pkg/authentication/request/x509): the
+subject's CN is the user, its O values the groups, and the certificate's SHA-256 the credential id. The TLS
+handshake has verified the chain already (the listener asks for a client certificate and checks it)."""
+
+from __future__ import annotations
+
+import hashlib
+import ssl
+import weakref
+from typing import Any
+
+from . import CREDENTIAL_ID_KEY, Credentials, UserInfo
+
+# Where the credential id of a certificate is kept, in the dict `peer_certificate_of` returns.
+_CREDENTIAL_ID = "pyk8s.credentialID"
+
+
+class X509Authenticator:
+    def authenticate(self, request: Credentials) -> UserInfo | None:
+        cert = request.peer_certificate()
+        if not cert:
+            return None
+        cn, orgs = "", []
+        for rdn in cert.get("subject", ()):
+            for k, v in rdn:
+                if k == "commonName":
+                    cn = v
+                elif k == "organizationName":
+                    orgs.append(v)
+        if not cn:
+            return None  # not a user certificate: other authenticators may still know the request
+        credential_id = cert.get(_CREDENTIAL_ID)
+        extra = {CREDENTIAL_ID_KEY: (credential_id,)} if credential_id else {}
+        return UserInfo(cn, groups=tuple(orgs), extra=extra)
+
+
+# A connection's client certificate, kept for its life: getpeercert decodes it anew each time (a few % of the
+# API server's time under load), and a TLS connection's peer does not change (renegotiation is refused).
+_PEER_CERTIFICATES: weakref.WeakKeyDictionary[ssl.SSLObject, dict[str, Any] | None] = weakref.WeakKeyDictionary()
+
+
+def peer_certificate_of(ssl_object: ssl.SSLObject | None) -> dict[str, Any] | None:
+    if ssl_object is None:
+        return None
+    try:
+        return _PEER_CERTIFICATES[ssl_object]
+    except KeyError:
+        pass
+    try:
+        cert: dict[str, Any] | None = ssl_object.getpeercert()  # type: ignore[assignment]
+        der = ssl_object.getpeercert(binary_form=True) if cert else None
+    except (ValueError, ssl.SSLError):
+        return None  # the handshake is not done: not remembered
+    if cert and der:
+        cert = {**cert, _CREDENTIAL_ID: "X509SHA256=" + hashlib.sha256(der).hexdigest()}
+    _PEER_CERTIFICATES[ssl_object] = cert
+    return cert

@@ -1,0 +1,395 @@
+"""The RBAC authorizer (upstream: plugin/pkg/auth/authorizer/rbac, with the DefaultRuleResolver of
+pkg/registry/rbac/validation/rule.go and the browsersafe wrapper kube-apiserver puts around it).
+
+A request is allowed when a rule of a role bound to the user allows it: every ClusterRoleBinding naming the user
+counts, and for a namespaced request the RoleBindings of that namespace too (a RoleBinding to a ClusterRole grants
+its rules in the binding's namespace only). RBAC never denies; with no rule it has no opinion.
+
+Authorization runs on every request, so the roles and bindings live in an index fed by the watch caches:
+bindings by subject (user name — a ServiceAccount subject is its user name — and group) and namespace, roles by
+(namespace, name) with their rules as sets. What applies to (user, groups, namespace) is resolved once and kept,
+and so is each decision; both are dropped whenever a role or binding changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ....api import errors
+from ....api.meta import Object
+from ....storage.cacher import CacheWatcher
+from ....storage.interface import DELETED
+from ...authn import AUTHENTICATED_GROUP, UserInfo
+from ...registry.rest import ListOptions, RESTStore
+from .. import ALLOW, NO_OPINION, NO_OPINION_DECISION, Attributes, Decision, NonResourceRule, ResourceRule, Rules
+from .rules import (
+    GROUP_KIND,
+    GROUP_NAME,
+    CompiledRule,
+    Rule,
+    applies_to,
+    compile_rules,
+    describe_subject,
+    subject_username,
+)
+
+log = logging.getLogger("pyk8s.authz.rbac")
+
+GROUP_VERSION = f"{GROUP_NAME}/v1"
+ROLES, ROLE_BINDINGS = "roles", "rolebindings"
+CLUSTER_ROLES, CLUSTER_ROLE_BINDINGS = "clusterroles", "clusterrolebindings"
+KINDS = (CLUSTER_ROLES, ROLES, CLUSTER_ROLE_BINDINGS, ROLE_BINDINGS)
+
+# Decisions kept between changes of roles and bindings: past this many the memo starts again (a bound, not a
+# working-set estimate: a decision costs some microseconds to make again).
+MEMO_LIMIT = 20_000
+RESOLVED_LIMIT = 20_000
+
+PROXY, UNSAFE_PROXY = "proxy", "unsafeproxy"
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    """A RoleBinding or ClusterRoleBinding as the index keeps it."""
+
+    namespace: str  # "" for a ClusterRoleBinding
+    name: str
+    role_kind: str
+    role_name: str
+    subjects: tuple[dict[str, Any], ...]
+    users: frozenset[str]  # User subjects and ServiceAccount subjects as user names
+    groups: frozenset[str]
+
+    def describe(self, user: UserInfo) -> str:
+        """The source an allowing rule came from, as upstream's reason names it."""
+        i = applies_to(user, list(self.subjects), self.namespace) or 0
+        subject = describe_subject(self.subjects[i], self.namespace)
+        role = f"{self.role_kind} {errors.go_quote(self.role_name)}"
+        if self.namespace:
+            return f"RoleBinding {errors.go_quote(self.name + '/' + self.namespace)} of {role} to {subject}"
+        return f"ClusterRoleBinding {errors.go_quote(self.name)} of {role} to {subject}"
+
+
+def binding_of(obj: Object) -> Binding:
+    md = obj.get("metadata") or {}
+    ns = md.get("namespace") or ""
+    ref = obj.get("roleRef") or {}
+    subjects = tuple(s for s in obj.get("subjects") or () if isinstance(s, dict))
+    users = {u for s in subjects if (u := subject_username(s, ns)) is not None}
+    groups = {str(s.get("name") or "") for s in subjects if s.get("kind") == GROUP_KIND}
+    return Binding(
+        ns, md.get("name") or "", str(ref.get("kind") or ""), str(ref.get("name") or ""), subjects,
+        frozenset(users), frozenset(groups),
+    )  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class RoleRefError:
+    """A binding whose role cannot be had; worded as a lister's error (the authorizer) or the registry's
+    (escalation checks), as upstream's two resolvers word it."""
+
+    kind: str
+    name: str
+
+    def message(self, registry: bool = False) -> str:
+        if self.kind not in ("Role", "ClusterRole"):
+            return f"unsupported role reference kind: {errors.go_quote(self.kind)}"
+        resource = self.kind.lower() + ("s" if registry else "")
+        return f"{resource}.{GROUP_NAME} {errors.go_quote(self.name)} not found"
+
+
+def aggregate_error(messages: list[str]) -> str:
+    """Errors as upstream's utilerrors.Aggregate prints them: one alone, several deduplicated in brackets."""
+    if len(messages) == 1:
+        return messages[0]
+    seen = list(dict.fromkeys(messages))
+    return seen[0] if len(seen) == 1 else "[" + ", ".join(seen) + "]"
+
+
+@dataclass(slots=True)
+class Resolved:
+    """Every rule that applies to a user in a namespace, in upstream's visiting order, with its binding."""
+
+    rules: list[tuple[CompiledRule, Binding]]
+    errors: list[RoleRefError]
+
+
+class RBACAuthorizer:
+    """`authorize` (Allow or NoOpinion) and `rules_for` from the cluster's roles and bindings."""
+
+    def __init__(self, rest: Callable[[str, str], RESTStore]) -> None:
+        self.stores = {kind: rest(GROUP_VERSION, kind) for kind in KINDS}
+        self._watchers: dict[str, CacheWatcher] = {}
+        self.cluster_roles: dict[str, tuple[CompiledRule, ...]] = {}
+        self.roles: dict[tuple[str, str], tuple[CompiledRule, ...]] = {}
+        self.cluster_role_bindings: dict[str, Binding] = {}
+        self.role_bindings: dict[tuple[str, str], Binding] = {}
+        self._crb_by_user: dict[str, set[str]] = {}
+        self._crb_by_group: dict[str, set[str]] = {}
+        self._rb_by_user: dict[tuple[str, str], set[str]] = {}
+        self._rb_by_group: dict[tuple[str, str], set[str]] = {}
+        self._memo: dict[tuple[Any, ...], Decision] = {}
+        self._resolved: dict[tuple[str, tuple[str, ...], str], Resolved] = {}
+        self.generation = 0  # moves whenever a role or binding changes what anyone may do
+
+    # -- keeping the index -----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Build the index from the watch caches; the watches that keep it current start here too."""
+        for kind, store in self.stores.items():
+            await store.cacher.wait_ready()
+            self._watchers[kind] = w = await store.watch("", ListOptions())
+            self._drain(kind, w)
+
+    async def run(self) -> None:
+        """Follow the watches for ever (requests also take what is queued before deciding: see `sync`)."""
+        await asyncio.gather(*(self._follow(kind) for kind in KINDS))
+
+    async def _follow(self, kind: str) -> None:
+        store = self.stores[kind]
+        while True:
+            w = self._watchers[kind]
+            try:
+                async for ev in w:
+                    self._apply(kind, ev.type, ev.object)
+            except asyncio.CancelledError:
+                w.stop()
+                raise
+            except Exception:
+                log.exception("RBAC: the watch of %s failed", kind)
+            # The watch ended (a consumer too slow, whose oldest queued event the cache dropped; a cache that
+            # stopped): start again from the current objects, swapped in at once so no request sees a gap.
+            await asyncio.sleep(0.05)  # a cache that ends every watch at once is not asked in a tight loop
+            while True:
+                try:
+                    nw = await store.watch("", ListOptions())
+                    break
+                except asyncio.CancelledError:
+                    raise
+                except Exception as err:
+                    log.warning("RBAC: re-watching %s: %s", kind, err)
+                    await asyncio.sleep(1)
+            self._reset(kind)
+            self._watchers[kind] = nw
+            self._drain(kind, nw)
+
+    def sync(self) -> None:
+        """Apply the events already queued, so a request sees every change the watch caches have (a binding
+        created just before it included), whether or not `run` has been scheduled since."""
+        for kind, w in self._watchers.items():
+            if not w.queue.empty():
+                self._drain(kind, w)
+
+    async def fresh(self) -> None:
+        """Catch up with storage (what a consistent read sees), then `sync` (escalation checks: the
+        registry's resolver reads storage)."""
+        for store in self.stores.values():
+            try:
+                await store.cacher.wait_until_fresh(await store.store.current_revision())
+            except Exception:  # a slow cache: decide on what it has, as a lister would
+                log.debug("RBAC: %s cache not fresh", store.resource.plural, exc_info=True)
+        self.sync()
+
+    def _drain(self, kind: str, w: CacheWatcher) -> None:
+        while (ev := w.next_nowait()) is not None:
+            self._apply(kind, ev.type, ev.object)
+
+    def observe(self, kind: str, typ: str, obj: Object) -> None:
+        """Take one change of a role or binding (what the watches deliver; tests feed objects this way)."""
+        self._apply(kind, typ, obj)
+
+    def _apply(self, kind: str, typ: str, obj: Object | None) -> None:
+        if obj is None:
+            return
+        md = obj.get("metadata") or {}
+        ns, name = md.get("namespace") or "", md.get("name") or ""
+        deleted = typ == DELETED
+        changed: bool
+        if kind == CLUSTER_ROLES:
+            changed = self._put_rules(self.cluster_roles, name, None if deleted else obj)
+        elif kind == ROLES:
+            changed = self._put_rules(self.roles, (ns, name), None if deleted else obj)
+        elif kind == CLUSTER_ROLE_BINDINGS:
+            changed = self._put_binding(
+                self.cluster_role_bindings, name, None if deleted else binding_of(obj),
+                lambda u: self._crb_by_user.setdefault(u, set()), lambda g: self._crb_by_group.setdefault(g, set()),
+                lambda u: self._crb_by_user.get(u), lambda g: self._crb_by_group.get(g),
+            )  # fmt: skip
+        else:
+            changed = self._put_binding(
+                self.role_bindings, (ns, name), None if deleted else binding_of(obj),
+                lambda u: self._rb_by_user.setdefault((ns, u), set()),
+                lambda g: self._rb_by_group.setdefault((ns, g), set()),
+                lambda u: self._rb_by_user.get((ns, u)), lambda g: self._rb_by_group.get((ns, g)),
+            )  # fmt: skip
+        if changed:
+            self._invalidate()
+
+    @staticmethod
+    def _put_rules(table: dict[Any, tuple[CompiledRule, ...]], key: Any, obj: Object | None) -> bool:
+        old = table.get(key)
+        if obj is None:
+            return table.pop(key, None) is not None
+        rules = obj.get("rules") or []
+        if old is not None and [r.source for r in old] == rules:
+            return False  # metadata only: nobody's permissions moved
+        table[key] = compile_rules(rules)
+        return True
+
+    @staticmethod
+    def _put_binding(
+        table: dict[Any, Binding],
+        key: Any,
+        new: Binding | None,
+        user_set: Callable[[str], set[str]],
+        group_set: Callable[[str], set[str]],
+        user_get: Callable[[str], set[str] | None],
+        group_get: Callable[[str], set[str] | None],
+    ) -> bool:
+        old = table.get(key)
+        if old is not None and new is not None and old == new:
+            return False
+        if old is not None:
+            for u in old.users:
+                if (s := user_get(u)) is not None:
+                    s.discard(old.name)
+            for g in old.groups:
+                if (s := group_get(g)) is not None:
+                    s.discard(old.name)
+            del table[key]
+        if new is None:
+            return old is not None
+        table[key] = new
+        for u in new.users:
+            user_set(u).add(new.name)
+        for g in new.groups:
+            group_set(g).add(new.name)
+        return True
+
+    def _reset(self, kind: str) -> None:
+        """Forget every object of `kind` (the watch starts again with the current ones)."""
+        if kind == CLUSTER_ROLES:
+            self.cluster_roles.clear()
+        elif kind == ROLES:
+            self.roles.clear()
+        elif kind == CLUSTER_ROLE_BINDINGS:
+            self.cluster_role_bindings.clear()
+            self._crb_by_user.clear()
+            self._crb_by_group.clear()
+        else:
+            self.role_bindings.clear()
+            self._rb_by_user.clear()
+            self._rb_by_group.clear()
+        self._invalidate()
+
+    def _invalidate(self) -> None:
+        self.generation += 1
+        self._memo.clear()
+        self._resolved.clear()
+
+    # -- resolving -------------------------------------------------------------------------------------
+
+    def role_rules(self, kind: str, name: str, namespace: str) -> tuple[CompiledRule, ...] | None:
+        """The rules of a binding's roleRef (upstream: GetRoleReferenceRules), None when there is no such role."""
+        if kind == "ClusterRole":
+            return self.cluster_roles.get(name)
+        if kind == "Role":
+            return self.roles.get((namespace, name))
+        return None
+
+    def resolve(self, user: UserInfo, namespace: str) -> Resolved:
+        """Every rule bound to `user` cluster-wide and, for a namespace, in it (upstream: VisitRulesFor)."""
+        groups = user.groups if isinstance(user.groups, tuple) else tuple(user.groups)
+        key = (user.name, groups, namespace)
+        res = self._resolved.get(key)
+        if res is not None:
+            return res
+        res = Resolved([], [])
+        names = set(self._crb_by_user.get(user.name, ()))
+        for g in groups:
+            names.update(self._crb_by_group.get(g, ()))
+        for name in sorted(names):
+            self._add(res, self.cluster_role_bindings[name])
+        if namespace:
+            names = set(self._rb_by_user.get((namespace, user.name), ()))
+            for g in groups:
+                names.update(self._rb_by_group.get((namespace, g), ()))
+            for name in sorted(names):
+                self._add(res, self.role_bindings[(namespace, name)])
+        if len(self._resolved) >= RESOLVED_LIMIT:
+            self._resolved.clear()
+        self._resolved[key] = res
+        return res
+
+    def _add(self, res: Resolved, b: Binding) -> None:
+        rules = self.role_rules(b.role_kind, b.role_name, b.namespace)
+        if rules is None:
+            res.errors.append(RoleRefError(b.role_kind, b.role_name))
+            return
+        res.rules.extend((r, b) for r in rules)
+
+    def policy_rules_for(self, user: UserInfo, namespace: str) -> tuple[list[Rule], list[RoleRefError]]:
+        """The user's rules as stored PolicyRules, and the bindings whose roles are missing (upstream: RulesFor)."""
+        self.sync()
+        res = self.resolve(user, namespace)
+        return [r.source for r, _ in res.rules], list(res.errors)
+
+    # -- authorizing -----------------------------------------------------------------------------------
+
+    def authorize(self, a: Attributes) -> Decision:
+        if self._watchers:
+            self.sync()
+        user = a.user
+        key = (user.name, user.groups, a.verb, a.resource_request, a.namespace, a.api_group, a.resource,
+               a.subresource, a.name, a.path)  # fmt: skip
+        d = self._memo.get(key)
+        if d is None:
+            d = self._decide(a)
+            if len(self._memo) >= MEMO_LIMIT:
+                self._memo.clear()
+            self._memo[key] = d
+        return d
+
+    def _decide(self, a: Attributes) -> Decision:
+        # kube-apiserver wraps RBAC in browsersafe: a proxy request without an authenticated group (a browser's
+        # page load) is asked as "unsafeproxy", which only an explicit rule grants.
+        proxy_verb = proxy_sub = False
+        if a.resource_request and (a.verb == PROXY or a.subresource == PROXY):
+            if AUTHENTICATED_GROUP not in a.user.groups:
+                proxy_verb, proxy_sub = a.verb == PROXY, a.subresource == PROXY
+                a = dataclasses.replace(
+                    a, verb=UNSAFE_PROXY if proxy_verb else a.verb,
+                    subresource=UNSAFE_PROXY if proxy_sub else a.subresource,
+                )  # fmt: skip
+        res = self.resolve(a.user, a.namespace)
+        for rule, binding in res.rules:
+            if rule.allows(a):
+                return Decision(ALLOW, f"RBAC: allowed by {binding.describe(a.user)}")
+        reason = f"RBAC: {aggregate_error([e.message() for e in res.errors])}" if res.errors else ""
+        if proxy_verb:
+            reason += (", " if reason else "") + f"{PROXY} verb changed to {UNSAFE_PROXY}"
+        if proxy_sub:
+            reason += (", " if reason else "") + f"{PROXY} subresource changed to {UNSAFE_PROXY}"
+        return Decision(NO_OPINION, reason) if reason else NO_OPINION_DECISION
+
+    def rules_for(self, user: UserInfo, namespace: str) -> Rules:
+        """What `user` may do in `namespace` (SelfSubjectRulesReview; upstream: RBACAuthorizer.RulesFor)."""
+        rules, errs = self.policy_rules_for(user, namespace)
+        out = Rules()
+        for r in rules:
+            if r.get("resources"):
+                verbs, groups = list(r.get("verbs") or []), list(r.get("apiGroups") or [])
+                names = list(r.get("resourceNames") or [])
+                out.resource_rules.append(ResourceRule(verbs, groups, list(r["resources"]), names))
+            if r.get("nonResourceURLs"):
+                out.non_resource_rules.append(
+                    NonResourceRule(list(r.get("verbs") or []), list(r.get("nonResourceURLs") or []))
+                )
+        if errs:
+            out.error = aggregate_error([e.message() for e in errs])
+        return out
