@@ -475,6 +475,7 @@ def up(data_dir: Path | None, node_count: int, verbosity: int, **kw: object) -> 
                        "scheduler": (SCHEDULER_USER, "scheduler.conf")}  # fmt: skip
         for user, file in kubeconfigs.values():
             write_component_kubeconfig(data / file, server.url, server.pki, user)
+        await _install_addon_rbac(server)
         # Pod CIDRs per node, as kubeadm's clusters with flannel's default (the node IPAM controller's range);
         # every controller as its own service account, as kubeadm runs kube-controller-manager.
         cm_flags = ["--kubeconfig", str(data / "controller-manager.conf"), "--allocate-node-cidrs",
@@ -521,6 +522,24 @@ def up(data_dir: Path | None, node_count: int, verbosity: int, **kw: object) -> 
         _run(go)
     except (StorageError, OSError, ValueError) as e:
         raise click.ClickException(str(e)) from None
+
+
+async def _install_addon_rbac(server: Any) -> None:
+    """The RBAC of the add-ons `pyk8s up` runs beside upstream's components (the local-path provisioner), as
+    kind applies its add-ons' manifests: created when missing, left alone otherwise."""
+    from .api import errors
+    from .apiserver.authn import UserInfo
+    from .apiserver.certs import ADMIN_GROUP, ADMIN_USER
+    from .apiserver.registry.rest import Context
+    from .controllers.volume.local_path_provisioner import rbac_objects
+
+    ctx = Context(UserInfo(ADMIN_USER, groups=(ADMIN_GROUP,)))
+    for obj in rbac_objects():
+        plural = "clusterroles" if obj["kind"] == "ClusterRole" else "clusterrolebindings"
+        try:
+            await server.rest("rbac.authorization.k8s.io/v1", plural).create("", obj, ctx)
+        except errors.AlreadyExists:
+            pass
 
 
 @main.command("controller-manager")

@@ -53,6 +53,8 @@ SERVICE_ACCOUNTS = {
     "resourcequota-controller": "resourcequota-controller",
     "clusterrole-aggregation-controller": "clusterrole-aggregation-controller",
     "validatingadmissionpolicy-status-controller": "validatingadmissionpolicy-status-controller",
+    # an add-on, not upstream's: its account is bound to the role in volume/local_path_provisioner.rbac_objects
+    "local-path-provisioner": "local-path-provisioner-service-account",
 }
 
 

@@ -164,14 +164,17 @@ def test_taints_and_selectors_in_the_message(cluster):
 def test_preemption_evicts_the_lowest_priority_victim(cluster):
     cluster.create_namespace("preempt")
     apply(cluster, node("n-small", cpu="2", labels={"pool": "small"}))
+    # (priorities come from PriorityClasses: the Priority admission plugin refuses a pod that states its own)
+    apply(cluster, *({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": f"p{v}"},
+                      "value": v} for v in (1, 5, 10)))  # fmt: skip
     apply(cluster,
-          pod("low", cpu="1", priority=1, nodeSelector={"pool": "small"}, terminationGracePeriodSeconds=0),
-          pod("mid", cpu="1", priority=5, nodeSelector={"pool": "small"}, terminationGracePeriodSeconds=0),
+          pod("low", cpu="1", priorityClassName="p1", nodeSelector={"pool": "small"}, terminationGracePeriodSeconds=0),
+          pod("mid", cpu="1", priorityClassName="p5", nodeSelector={"pool": "small"}, terminationGracePeriodSeconds=0),
           ns="preempt")  # fmt: skip
     wait_for("low and mid bound", lambda: all(
         p["spec"].get("nodeName") == "n-small" for p in get(cluster, "pods", "-n", "preempt")["items"]
     ), cluster=cluster)  # fmt: skip
-    apply(cluster, pod("high", cpu="1", priority=10, nodeSelector={"pool": "small"}), ns="preempt")
+    apply(cluster, pod("high", cpu="1", priorityClassName="p10", nodeSelector={"pool": "small"}), ns="preempt")
 
     def names() -> set[str]:
         return {p["metadata"]["name"] for p in get(cluster, "pods", "-n", "preempt")["items"]}

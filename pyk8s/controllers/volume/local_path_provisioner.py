@@ -197,3 +197,30 @@ class LocalPathProvisioner:
             )
         except errors.NotFound:
             pass
+
+
+SERVICE_ACCOUNT = "local-path-provisioner-service-account"  # the name of rancher's manifest, as kind installs it
+
+
+def rbac_objects() -> list[Object]:
+    """The ClusterRole and ClusterRoleBinding the provisioner runs under when the controller manager uses
+    service-account credentials: it is an add-on (kind installs rancher's local-path-provisioner with its own
+    RBAC), so upstream's bootstrap policy has no role for it."""
+    group = "rbac.authorization.k8s.io"
+    role = {
+        "apiVersion": f"{group}/v1", "kind": "ClusterRole", "metadata": {"name": "pyk8s:local-path-provisioner"},
+        "rules": [
+            {"apiGroups": [""], "resources": ["nodes", "persistentvolumeclaims", "configmaps"],
+             "verbs": ["get", "list", "watch"]},
+            {"apiGroups": [""], "resources": ["persistentvolumes"], "verbs": ["*"]},
+            {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch", "update"]},
+            {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch", "update"]},
+            {"apiGroups": ["storage.k8s.io"], "resources": ["storageclasses"], "verbs": ["get", "list", "watch", "create"]},
+        ],
+    }  # fmt: skip
+    binding = {
+        "apiVersion": f"{group}/v1", "kind": "ClusterRoleBinding", "metadata": {"name": "pyk8s:local-path-provisioner"},
+        "roleRef": {"apiGroup": group, "kind": "ClusterRole", "name": "pyk8s:local-path-provisioner"},
+        "subjects": [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": "kube-system"}],
+    }  # fmt: skip
+    return [role, binding]
