@@ -74,7 +74,7 @@ def objects() -> list[tuple[str, dict[str, Any]]]:
                 "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
                 "metadata": {"name": f"binding-{i}", "namespace": ns},
                 "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": f"role-{i}"},
-                "subjects": [{"kind": "ServiceAccount", "name": f"sa-{i % SA_PER_NS}", "namespace": ns}],
+                "subjects": [{"kind": "ServiceAccount", "name": "sa-0" if last else f"sa-{i % SA_PER_NS}", "namespace": ns}],
             }))  # fmt: skip
     return out
 
