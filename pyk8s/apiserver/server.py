@@ -40,6 +40,7 @@ from .admission.priority import ensure_system_priority_classes
 from .audit import Auditor, LogBackend, LogOptions, load_policy
 from .authn import Union, UserInfo
 from .authn.options import Authentication, AuthenticationOptions
+from .authz.rbac import RBACAuthorizer
 from .certs import ADMIN_GROUP, ADMIN_USER, PKI, ensure_pki, serving_names, write_kubeconfig
 from .connections import IDLE_TIMEOUT, READ_HEADER_TIMEOUT, GuardedSite, PendingConnections, default_max_pending
 from .encoding import respond, status_response
@@ -129,6 +130,7 @@ class APIServer:
         self.service_resolver: ServiceResolver | None = None  # where Services called out to are reached
         self.authorizer: authz.Union | None = None  # --authorization-mode's authorizers (built in start)
         self.auditor: Auditor | None = None  # the audit policy and log, when auditing is on
+        self.rbac: RBACAuthorizer | None = None  # the RBAC mode's index, when RBAC is a mode
         self.authentication: Authentication | None = None  # the authenticators and the token signer (_serve)
         self.openid_metadata: openid_metadata.OpenIDMetadata | None = None  # the issuer's discovery documents
         self._tasks: list[asyncio.Task[None]] = []
@@ -353,9 +355,9 @@ class APIServer:
     async def _start_authorization(self) -> None:
         """The authorizers `--authorization-mode` names, in order, behind the system:masters one; each that
         keeps an index of the cluster's objects has it built before the first request is served."""
-        from .authz.rbac import RBACAuthorizer, install_escalation_checks
+        from .authz.rbac import install_escalation_checks
 
-        self.rbac: RBACAuthorizer | None = None
+        self.rbac = None
         authorizers: list[authz.Authorizer] = [authz.PrivilegedGroups(authz.SYSTEM_PRIVILEGED_GROUP)]
         for mode in self.options.authorization_modes:
             if mode == authz.MODE_ALWAYS_ALLOW:
