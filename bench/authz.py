@@ -6,6 +6,8 @@ this process on an index of the same objects; and the cost of a validating admis
 everything (an HTTPS server in another process on loopback), as the ratio of creates/s in a namespace it
 watches to creates/s in one it does not.
 
+Beside requests/s, the servers' CPU per request (from /proc: steadier than requests/s on a busy machine).
+
 Both API servers run in their own processes (`pyk8s apiserver`, SQLite in a temporary directory); the load
 comes from an aiohttp client in this process. Rounds alternate between the servers and the median is shown.
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import contextlib
 import statistics
 import subprocess
 import sys
@@ -116,7 +119,24 @@ def session_as(client: Client, token: str) -> aiohttp.ClientSession:
     )
 
 
-async def rate(session: aiohttp.ClientSession, requests: list[tuple[str, str, bytes | None]], expect: int) -> float:
+def cpu_ns(pid: int) -> int:
+    """CPU time (ns) the process's threads have run so far (/proc/PID/task/*/schedstat), exact to the
+    nanosecond where /proc/PID/stat counts 10 ms ticks."""
+    total = 0
+    for stat in Path(f"/proc/{pid}/task").glob("*/schedstat"):
+        with contextlib.suppress(OSError):  # a thread that ended meanwhile
+            total += int(stat.read_text().split()[0])
+    return total
+
+
+async def rate(
+    session: aiohttp.ClientSession,
+    requests: list[tuple[str, str, bytes | None]],
+    expect: int,
+    pid: int = 0,
+) -> tuple[float, float]:
+    """Requests/s and, given the server's `pid`, the server's CPU µs per request: throughput depends on what
+    else the machine runs, CPU per request much less so."""
     it = iter(requests)
 
     async def worker() -> None:
@@ -125,20 +145,25 @@ async def rate(session: aiohttp.ClientSession, requests: list[tuple[str, str, by
                 await r.read()
                 assert r.status == expect, (r.status, await r.text())
 
+    c0 = cpu_ns(pid) if pid else 0
     t0 = time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(CONC)))
-    return len(requests) / (time.perf_counter() - t0)
+    wall = time.perf_counter() - t0
+    cpu = (cpu_ns(pid) - c0) / 1e3 / len(requests) if pid else 0.0
+    return len(requests) / wall, cpu
 
 
-async def gets_and_creates(client: Client, token: str, n: int, prefix: str) -> tuple[float, float]:
+async def gets_and_creates(client: Client, token: str, n: int, prefix: str) -> tuple[float, float, float, float]:
+    """GETs/s, creates/s, and the server's CPU µs per GET and per create."""
     base = f"{client.server.url}/api/v1/namespaces/ns-0/configmaps"
     async with session_as(client, token) as s:
         creates = [("POST", base, orjson.dumps({"apiVersion": "v1", "kind": "ConfigMap",
                                                 "metadata": {"name": f"{prefix}-{i}"}, "data": {"k": str(i)}}))
                    for i in range(n)]  # fmt: skip
-        c = await rate(s, creates, 201)
-        g = await rate(s, [("GET", f"{base}/{prefix}-{i % n}", None) for i in range(n)], 200)
-    return g, c
+        pid = client.server.proc.pid if client.server.proc else 0
+        c, c_cpu = await rate(s, creates, 201, pid)
+        g, g_cpu = await rate(s, [("GET", f"{base}/{prefix}-{i % n}", None) for i in range(n)], 200, pid)
+    return g, c, g_cpu, c_cpu
 
 
 def decision_cost(objs: list[tuple[str, dict[str, Any]]]) -> tuple[float, float]:
@@ -239,7 +264,7 @@ async def webhook_cost(client: Client, n: int, rounds: int, progress: Progress) 
                                 orjson.dumps({"apiVersion": "v1", "kind": "ConfigMap",
                                               "metadata": {"name": f"w{r}-{i}"}, "data": {"k": str(i)}}))
                                for i in range(n)]  # fmt: skip
-                    rate_ = await rate(s, creates, 201)
+                    rate_, _ = await rate(s, creates, 201)
                     if r:  # the first round warms the webhook's connections
                         results[ns].append(rate_)
                         progress.advance(task)
@@ -284,13 +309,14 @@ async def main() -> None:
             tokens = {what: await token_for(c, "ns-0", "sa-0") for what, c in servers.items()}
             for what, client in servers.items():  # warm both (caches, memos, connections)
                 await gets_and_creates(client, tokens[what], 200, "warm")
-            hook = await webhook_cost(servers["open"], n, rounds, progress)
-            results: dict[str, list[tuple[float, float]]] = {"rbac": [], "open": []}
+            results: dict[str, list[tuple[float, float, float, float]]] = {"rbac": [], "open": []}
             task = progress.add_task("alternating rounds", total=rounds * 2)
             for r in range(rounds):
                 for what, client in servers.items():
                     results[what].append(await gets_and_creates(client, tokens[what], n, f"r{r}"))
                     progress.advance(task)
+            # Last: the webhook configuration stays on that server, and every create then asks its selector.
+            hook = await webhook_cost(servers["open"], n, rounds, progress)
     rows = []
     for i, label in enumerate(("GETs/s", "creates/s")):
         rows.append((label, statistics.median(x[i] for x in results["open"]),
@@ -301,6 +327,12 @@ async def main() -> None:
         table.add_column(col, justify="right")
     for label, open_rate, rbac_rate in rows:
         table.add_row(label, f"{open_rate:,.0f}", f"{rbac_rate:,.0f}", f"{rbac_rate / open_rate:.2f}")
+    # The server's CPU per request, as a throughput ratio (AlwaysAllow's µs over RBAC's): what the server could
+    # serve on a core of its own, which other processes on the machine disturb much less than requests/s.
+    for i, label in ((2, "server CPU µs/GET"), (3, "server CPU µs/create")):
+        open_cpu = statistics.median(x[i] for x in results["open"])
+        rbac_cpu = statistics.median(x[i] for x in results["rbac"])
+        table.add_row(label, f"{open_cpu:,.1f}", f"{rbac_cpu:,.1f}", f"{open_cpu / rbac_cpu:.2f}")
     console.print(table)
     hooks = Table(title=f"creates/s with a validating admission webhook (allows all); median of {rounds} rounds")
     for col in ("without", "with the webhook", "ratio"):

@@ -97,3 +97,29 @@ def test_decisions_follow_the_resolved_rules(cluster_rules: list[dict], ns_rules
         expected = any(rule_allows(x, r) for r in cluster_rules + (ns_rules if x.namespace == "team" else []))
         assert a.authorize(x).allowed == expected
         assert a.authorize(x).allowed == expected  # memoised
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(rules, min_size=1, max_size=4), st.lists(rules, max_size=4), st.lists(attrs, min_size=1, max_size=12))
+def test_a_memoised_decision_is_the_one_decided_afresh(
+    cluster_rules: list[dict], ns_rules: list[dict], asks: list
+) -> None:
+    """Decisions are memoised once for every object name when no resourceNames take part; each one, reason
+    included, is what an authorizer with nothing memoised decides."""
+    memoised = RBACAuthorizer(lambda gv, plural: None)  # type: ignore[arg-type,return-value]
+    fresh = RBACAuthorizer(lambda gv, plural: None)  # type: ignore[arg-type,return-value]
+    ref = {"apiGroup": "rbac.authorization.k8s.io"}
+    for authz in (memoised, fresh):
+        authz.observe("clusterroles", "ADDED", {"metadata": {"name": "c"}, "rules": cluster_rules})
+        authz.observe("roles", "ADDED", {"metadata": {"namespace": "team", "name": "r"}, "rules": ns_rules})
+        authz.observe("clusterrolebindings", "ADDED", {
+            "metadata": {"name": "cb"}, "roleRef": {**ref, "kind": "ClusterRole", "name": "c"},
+            "subjects": [{"kind": "Group", "name": "g"}],
+        })  # fmt: skip
+        authz.observe("rolebindings", "ADDED", {
+            "metadata": {"namespace": "team", "name": "rb"}, "roleRef": {**ref, "kind": "Role", "name": "r"},
+            "subjects": [{"kind": "User", "name": "u"}],
+        })  # fmt: skip
+    for x in asks + asks:
+        fresh._memo.clear()
+        assert memoised.authorize(x) == fresh.authorize(x)

@@ -48,6 +48,7 @@ KINDS = (CLUSTER_ROLES, ROLES, CLUSTER_ROLE_BINDINGS, ROLE_BINDINGS)
 # Decisions kept between changes of roles and bindings: past this many the memo starts again (a bound, not a
 # working-set estimate: a decision costs some microseconds to make again).
 MEMO_LIMIT = 20_000
+ANY_NAME = None  # in a memo key: the decision holds for every object name (names are strings)
 RESOLVED_LIMIT = 20_000
 
 PROXY, UNSAFE_PROXY = "proxy", "unsafeproxy"
@@ -345,17 +346,27 @@ class RBACAuthorizer:
         if self._watchers:
             self.sync()
         user = a.user
+        # A decision that no rule's resourceNames take part in holds for every object of the kind: it is
+        # memoised once for them all (`ANY_NAME`), so GETs of many objects are decided once. The path of a
+        # resource request is its name again, so only non-resource requests are keyed by it.
         key = (user.name, user.groups, a.verb, a.resource_request, a.namespace, a.api_group, a.resource,
-               a.subresource, a.name, a.path)  # fmt: skip
+               a.subresource, ANY_NAME, "" if a.resource_request else a.path)  # fmt: skip
         d = self._memo.get(key)
-        if d is None:
-            d = self._decide(a)
-            if len(self._memo) >= MEMO_LIMIT:
-                self._memo.clear()
-            self._memo[key] = d
+        if d is not None:
+            return d
+        named = (*key[:8], a.name, key[9]) if a.name else key
+        if a.name:
+            d = self._memo.get(named)
+            if d is not None:
+                return d
+        d, any_name = self._decide(a)
+        if len(self._memo) >= MEMO_LIMIT:
+            self._memo.clear()
+        self._memo[key if any_name else named] = d
         return d
 
-    def _decide(self, a: Attributes) -> Decision:
+    def _decide(self, a: Attributes) -> tuple[Decision, bool]:
+        """The decision, and whether it would be the same for any other object name."""
         # kube-apiserver wraps RBAC in browsersafe: a proxy request without an authenticated group (a browser's
         # page load) is asked as "unsafeproxy", which only an explicit rule grants.
         proxy_verb = proxy_sub = False
@@ -367,15 +378,18 @@ class RBACAuthorizer:
                     subresource=UNSAFE_PROXY if proxy_sub else a.subresource,
                 )  # fmt: skip
         res = self.resolve(a.user, a.namespace)
+        any_name = True  # no rule so far would decide differently for another name
         for rule, binding in res.rules:
             if rule.allows(a):
-                return Decision(ALLOW, f"RBAC: allowed by {binding.describe(a.user)}")
+                return Decision(ALLOW, f"RBAC: allowed by {binding.describe(a.user)}"), any_name and not rule.names
+            if any_name and rule.names and rule.allows_any_name(a):
+                any_name = False
         reason = f"RBAC: {aggregate_error([e.message() for e in res.errors])}" if res.errors else ""
         if proxy_verb:
             reason += (", " if reason else "") + f"{PROXY} verb changed to {UNSAFE_PROXY}"
         if proxy_sub:
             reason += (", " if reason else "") + f"{PROXY} subresource changed to {UNSAFE_PROXY}"
-        return Decision(NO_OPINION, reason) if reason else NO_OPINION_DECISION
+        return (Decision(NO_OPINION, reason) if reason else NO_OPINION_DECISION), any_name
 
     def rules_for(self, user: UserInfo, namespace: str) -> Rules:
         """What `user` may do in `namespace` (SelfSubjectRulesReview; upstream: RBACAuthorizer.RulesFor)."""

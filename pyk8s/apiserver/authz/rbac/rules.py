@@ -117,20 +117,24 @@ class CompiledRule:
         if not (self.all_verbs or a.verb in self.verbs):
             return False
         if a.resource_request:
-            if not (self.all_groups or a.api_group in self.groups):
-                return False
-            if not self.all_resources:
-                sub = a.subresource
-                res = self.resources
-                if sub:
-                    if f"{a.resource}/{sub}" not in res and "*/" + sub not in res:
-                        return False
-                elif a.resource not in res:
-                    return False
-            return not self.names or a.name in self.names
+            return self._allows_resource(a) and (not self.names or a.name in self.names)
         if self.all_urls or a.path in self.urls:
             return True
         return any(a.path.startswith(p) for p in self.url_prefixes)
+
+    def allows_any_name(self, a: Attributes) -> bool:
+        """Whether the rule would allow `a` for some object name: everything but resourceNames matches."""
+        return (self.all_verbs or a.verb in self.verbs) and a.resource_request and self._allows_resource(a)
+
+    def _allows_resource(self, a: Attributes) -> bool:
+        if not (self.all_groups or a.api_group in self.groups):
+            return False
+        if self.all_resources:
+            return True
+        sub = a.subresource
+        if sub:
+            return f"{a.resource}/{sub}" in self.resources or "*/" + sub in self.resources
+        return a.resource in self.resources
 
 
 def compile_rules(rules: Any) -> tuple[CompiledRule, ...]:
