@@ -40,6 +40,7 @@ from .admission.priority import ensure_system_priority_classes
 from .audit import Auditor, LogBackend, LogOptions, load_policy
 from .authn import Union, UserInfo
 from .authn.options import Authentication, AuthenticationOptions
+from .authn.request_header import RequestHeaderAuthenticator, read_cas
 from .authz.rbac import RBACAuthorizer
 from .certs import ADMIN_GROUP, ADMIN_USER, PKI, ensure_pki, serving_names, write_kubeconfig
 from .connections import IDLE_TIMEOUT, READ_HEADER_TIMEOUT, GuardedSite, PendingConnections, default_max_pending
@@ -465,6 +466,8 @@ class APIServer:
         ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         ctx.load_cert_chain(self.pki.serving_cert, self.pki.serving_key)
         ctx.load_verify_locations(self.pki.ca_cert)
+        if auth.front_proxy is not None:  # a front proxy's certificate passes the handshake too
+            ctx.load_verify_locations(self.options.aggregator.requestheader_ca(self.pki))
         ctx.verify_mode = ssl.CERT_OPTIONAL
         ctx.set_alpn_protocols(["h2", "http/1.1"] if opts.http2 else ["http/1.1"])
         self.secure_port = await self._listen(self._handler(secure, False), opts.bind_address, opts.secure_port, ctx)
@@ -491,13 +494,29 @@ class APIServer:
 
         assert self.pki is not None and self.handlers is not None
         admin = UserInfo(ADMIN_USER, groups=(ADMIN_GROUP,))
-        auth = Authentication(self.options.authentication, self.rest, self.pki.dir, {self.pki.admin_token: admin})
+        auth = Authentication(
+            self.options.authentication, self.rest, self.pki.dir, {self.pki.admin_token: admin},
+            front_proxy=self._front_proxy(), client_cas=read_cas(self.pki.ca_cert),
+        )  # fmt: skip
         self.authentication = auth
         self.handlers.subresources.token_request = TokenREST(self.rest, auth).create
         authentication_registry.install(self.handlers.create_only, auth)
         apiserver = UserInfo("system:apiserver", groups=(ADMIN_GROUP,))
         self._tasks.append(asyncio.create_task(LegacyTokenTrackingController(self.rest, apiserver).run()))
         return auth
+
+    def _front_proxy(self) -> RequestHeaderAuthenticator | None:
+        """The request-header authenticator the aggregator's flags describe (kube-apiserver's --requestheader-*
+        flags configure both), None without a request-header CA."""
+        assert self.pki is not None
+        agg = self.options.aggregator
+        ca = agg.requestheader_ca(self.pki)
+        if not ca.exists():
+            return None
+        return RequestHeaderAuthenticator(
+            read_cas(ca), agg.requestheader_allowed_names, agg.requestheader_username_headers,
+            agg.requestheader_group_headers, agg.requestheader_extra_headers_prefix,
+        )  # fmt: skip
 
     async def _listen(self, server: web.Server, host: str, port: int, ssl_ctx: ssl.SSLContext | None) -> int:
         runner = web.ServerRunner(server, handle_signals=False, shutdown_timeout=10)

@@ -1,8 +1,9 @@
 """The API server's authentication flags and the chain they build (upstream: pkg/kubeapiserver/options
 authentication.go `BuiltInAuthenticationOptions`, and pkg/kubeapiserver/authenticator config.go `Config.New`).
 
-Order: client certificates, then bearer tokens — the token file, legacy service-account tokens, bound
-service-account tokens, bootstrap tokens — then the anonymous user when allowed and nothing failed.
+Order: a front proxy's request headers (`request_header`), client certificates, then bearer tokens — the
+token file, legacy service-account tokens, bound service-account tokens, bootstrap tokens — then the anonymous
+user when allowed and nothing failed.
 
 With no flags the API server behaves as a kubeadm control plane does: tokens are signed with `pki/sa.key`
 (created on first start) and checked against `pki/sa.pub`, the issuer is
@@ -20,6 +21,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import orjson
+from cryptography import x509
 
 from ...aggregator.informers import cached
 from ...api.meta import Object
@@ -45,6 +47,7 @@ from .jwt import (
     read_signing_key,
 )
 from .legacy import LAST_USED_LABEL, LEGACY_ISSUER, LegacyTokenValidator
+from .request_header import RequestHeaderAuthenticator
 from .token_file import TokenAuthenticator
 
 log = logging.getLogger("pyk8s.apiserver.authn")
@@ -162,8 +165,13 @@ class Authentication:
         pki_dir: Path,
         static_tokens: dict[str, UserInfo] | None = None,
         system_user: UserInfo | None = None,
+        front_proxy: RequestHeaderAuthenticator | None = None,
+        client_cas: tuple[x509.Certificate, ...] = (),
     ) -> None:
+        """`front_proxy` comes first in the chain, as upstream's request-header authenticator; the certificates
+        of its CAs that are not `client_cas` too are proxies', not users'."""
         self.options = opts
+        self.front_proxy = front_proxy
         self.rest = rest
         self.api_audiences = opts.audiences
         self.issuers = opts.issuers
@@ -194,7 +202,11 @@ class Authentication:
             chain.append(AudienceAgnostic(bootstrap, auds))
         tokens_union = CachedTokenAuthenticator(TokenUnion(chain), opts.token_success_cache_ttl)  # type: ignore[arg-type]
         self.bearer = BearerTokenAuthenticator(tokens_union, auds)
-        self.request_authenticator = Union([X509Authenticator(), self.bearer], anonymous=opts.anonymous_auth)
+        proxy_cas = tuple(ca for ca in front_proxy.cas if ca not in client_cas) if front_proxy else ()
+        front = [front_proxy] if front_proxy is not None else []
+        self.request_authenticator = Union(
+            [*front, X509Authenticator(proxy_cas), self.bearer], anonymous=opts.anonymous_auth
+        )
 
     def _patch_last_used(self, namespace: str, name: str, uid: str, date: str) -> None:
         """Label a legacy token's Secret with the day it was used, after the request (a write of its own)."""

@@ -11,15 +11,28 @@ from typing import Any
 
 from . import CREDENTIAL_ID_KEY, Credentials, UserInfo
 
-# Where the credential id of a certificate is kept, in the dict `peer_certificate_of` returns.
+# Where the credential id and the DER form of a certificate are kept, in the dict `peer_certificate_of` returns.
 _CREDENTIAL_ID = "pyk8s.credentialID"
+DER_KEY = "pyk8s.der"
 
 
 class X509Authenticator:
+    """`proxy_cas`: the request-header CAs (when they are not client CAs too): their certificates are front
+    proxies', which speak for users (`request_header`) and are no users themselves."""
+
+    def __init__(self, proxy_cas: tuple[Any, ...] = ()) -> None:
+        self.proxy_cas = proxy_cas
+
     def authenticate(self, request: Credentials) -> UserInfo | None:
         cert = request.peer_certificate()
         if not cert:
             return None
+        if self.proxy_cas:
+            from .request_header import signed_by
+
+            der = cert.get(DER_KEY)
+            if der and signed_by(der, self.proxy_cas):
+                return None
         cn, orgs = "", []
         for rdn in cert.get("subject", ()):
             for k, v in rdn:
@@ -52,6 +65,6 @@ def peer_certificate_of(ssl_object: ssl.SSLObject | None) -> dict[str, Any] | No
     except (ValueError, ssl.SSLError):
         return None  # the handshake is not done: not remembered
     if cert and der:
-        cert = {**cert, _CREDENTIAL_ID: "X509SHA256=" + hashlib.sha256(der).hexdigest()}
+        cert = {**cert, _CREDENTIAL_ID: "X509SHA256=" + hashlib.sha256(der).hexdigest(), DER_KEY: der}
     _PEER_CERTIFICATES[ssl_object] = cert
     return cert
