@@ -38,7 +38,7 @@ async def test_index_follows_the_stores(tmp_path: Path) -> None:
         await rbac.fresh()
         assert rbac.authorize(ask).allowed
         # the watch ends as a too-slow consumer's does; the binding goes meanwhile
-        rbac._watchers["clusterrolebindings"].stop()
+        rbac._follower._watchers["clusterrolebindings"].stop()
         await crbs.delete("", "zed", DeleteOptions(), ADMIN)
         await crbs.create("", {**crb, "metadata": {"name": "zed2"}}, ADMIN)
         for _ in range(100):

@@ -7,16 +7,15 @@ it use them (the graph); its own Node, Lease and CSINode; pods bound to it; ever
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 
 from ....api.errors import go_quote
 from ....api.meta import Object
-from ....storage.cacher import CacheWatcher
 from ....storage.interface import DELETED
 from ...authn import UserInfo
-from ...registry.rest import ListOptions, RESTStore
+from ...cache_follower import CacheFollower
+from ...registry.rest import RESTStore
 from .. import ALLOWED, NO_OPINION, NO_OPINION_DECISION, Attributes, Decision, Rules
 from ..rbac.rules import rules_allow
 from .graph import CONFIGMAP, POD, PV, PVC, RESOURCE_CLAIM, SECRET, SERVICE_ACCOUNT, VOLUME_ATTACHMENT, Graph
@@ -74,57 +73,21 @@ class NodeAuthorizer:
         self.stores = {kind: rest(gv, plural) for (gv, plural), kind in SOURCES.items()} if rest else {}
         self.graph = Graph()
         self.rules = node_rules()
-        self._watchers: dict[str, CacheWatcher] = {}
+        self._follower = CacheFollower(self.stores, self.observe, self.graph.clear, "Node authorizer")
 
     # -- keeping the graph -----------------------------------------------------------------------------
 
     async def start(self) -> None:
         """Build the graph from the watch caches; the watches that keep it current start here too."""
-        for kind, store in self.stores.items():
-            await store.cacher.wait_ready()
-            self._watchers[kind] = w = await store.watch("", ListOptions())
-            self._drain(kind, w)
+        await self._follower.start()
 
     async def run(self) -> None:
         """Follow the watches for ever (a node's request also takes what is queued first: see `sync`)."""
-        await asyncio.gather(*(self._follow(kind) for kind in self.stores))
-
-    async def _follow(self, kind: str) -> None:
-        store = self.stores[kind]
-        while True:
-            w = self._watchers[kind]
-            try:
-                async for ev in w:
-                    self.observe(kind, ev.type, ev.object)
-            except asyncio.CancelledError:
-                w.stop()
-                raise
-            except Exception:
-                log.exception("Node authorizer: the watch of %s failed", kind)
-            # The watch ended (too slow a consumer, a cache that stopped): start again from the current objects.
-            await asyncio.sleep(0.05)
-            while True:
-                try:
-                    nw = await store.watch("", ListOptions())
-                    break
-                except asyncio.CancelledError:
-                    raise
-                except Exception as err:
-                    log.warning("Node authorizer: re-watching %s: %s", kind, err)
-                    await asyncio.sleep(1)
-            self.graph.clear(kind)
-            self._watchers[kind] = nw
-            self._drain(kind, nw)
+        await self._follower.run()
 
     def sync(self) -> None:
         """Apply the events already queued, so a kubelet sees a pod bound to it just before it asks."""
-        for kind, w in self._watchers.items():
-            if not w.queue.empty():
-                self._drain(kind, w)
-
-    def _drain(self, kind: str, w: CacheWatcher) -> None:
-        while (ev := w.next_nowait()) is not None:
-            self.observe(kind, ev.type, ev.object)
+        self._follower.sync()
 
     def observe(self, kind: str, typ: str, obj: Object | None) -> None:
         """Take one change of a pod, persistent volume or volume attachment (tests feed objects this way)."""
@@ -155,8 +118,7 @@ class NodeAuthorizer:
             return NO_OPINION_DECISION
         if not node:
             return _no(f"unknown node for user {go_quote(a.user.name)}")
-        if self._watchers:
-            self.sync()
+        self._follower.sync()
         if a.resource_request:
             gr = (a.api_group, a.resource)
             if gr == _SECRETS:

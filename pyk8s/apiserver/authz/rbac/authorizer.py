@@ -13,7 +13,6 @@ and so is each decision; both are dropped whenever a role or binding changes.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
 from collections.abc import Callable
@@ -22,10 +21,10 @@ from typing import Any
 
 from ....api import errors
 from ....api.meta import Object
-from ....storage.cacher import CacheWatcher
 from ....storage.interface import DELETED
 from ...authn import AUTHENTICATED_GROUP, UserInfo
-from ...registry.rest import ListOptions, RESTStore
+from ...cache_follower import CacheFollower
+from ...registry.rest import RESTStore
 from .. import ALLOW, NO_OPINION, NO_OPINION_DECISION, Attributes, Decision, NonResourceRule, ResourceRule, Rules
 from .rules import (
     GROUP_KIND,
@@ -125,7 +124,7 @@ class RBACAuthorizer:
 
     def __init__(self, rest: Callable[[str, str], RESTStore]) -> None:
         self.stores = {kind: rest(GROUP_VERSION, kind) for kind in KINDS}
-        self._watchers: dict[str, CacheWatcher] = {}
+        self._follower = CacheFollower(self.stores, self._apply, self._reset, "RBAC")
         self.cluster_roles: dict[str, tuple[CompiledRule, ...]] = {}
         self.roles: dict[tuple[str, str], tuple[CompiledRule, ...]] = {}
         self.cluster_role_bindings: dict[str, Binding] = {}
@@ -142,49 +141,16 @@ class RBACAuthorizer:
 
     async def start(self) -> None:
         """Build the index from the watch caches; the watches that keep it current start here too."""
-        for kind, store in self.stores.items():
-            await store.cacher.wait_ready()
-            self._watchers[kind] = w = await store.watch("", ListOptions())
-            self._drain(kind, w)
+        await self._follower.start()
 
     async def run(self) -> None:
         """Follow the watches for ever (requests also take what is queued before deciding: see `sync`)."""
-        await asyncio.gather(*(self._follow(kind) for kind in KINDS))
-
-    async def _follow(self, kind: str) -> None:
-        store = self.stores[kind]
-        while True:
-            w = self._watchers[kind]
-            try:
-                async for ev in w:
-                    self._apply(kind, ev.type, ev.object)
-            except asyncio.CancelledError:
-                w.stop()
-                raise
-            except Exception:
-                log.exception("RBAC: the watch of %s failed", kind)
-            # The watch ended (a consumer too slow, whose oldest queued event the cache dropped; a cache that
-            # stopped): start again from the current objects, swapped in at once so no request sees a gap.
-            await asyncio.sleep(0.05)  # a cache that ends every watch at once is not asked in a tight loop
-            while True:
-                try:
-                    nw = await store.watch("", ListOptions())
-                    break
-                except asyncio.CancelledError:
-                    raise
-                except Exception as err:
-                    log.warning("RBAC: re-watching %s: %s", kind, err)
-                    await asyncio.sleep(1)
-            self._reset(kind)
-            self._watchers[kind] = nw
-            self._drain(kind, nw)
+        await self._follower.run()
 
     def sync(self) -> None:
         """Apply the events already queued, so a request sees every change the watch caches have (a binding
         created just before it included), whether or not `run` has been scheduled since."""
-        for kind, w in self._watchers.items():
-            if not w.queue.empty():
-                self._drain(kind, w)
+        self._follower.sync()
 
     async def fresh(self) -> None:
         """Catch up with storage (what a consistent read sees), then `sync` (escalation checks: the
@@ -195,10 +161,6 @@ class RBACAuthorizer:
             except Exception:  # a slow cache: decide on what it has, as a lister would
                 log.debug("RBAC: %s cache not fresh", store.resource.plural, exc_info=True)
         self.sync()
-
-    def _drain(self, kind: str, w: CacheWatcher) -> None:
-        while (ev := w.next_nowait()) is not None:
-            self._apply(kind, ev.type, ev.object)
 
     def observe(self, kind: str, typ: str, obj: Object) -> None:
         """Take one change of a role or binding (what the watches deliver; tests feed objects this way)."""
@@ -343,8 +305,7 @@ class RBACAuthorizer:
     # -- authorizing -----------------------------------------------------------------------------------
 
     def authorize(self, a: Attributes) -> Decision:
-        if self._watchers:
-            self.sync()
+        self._follower.sync()
         user = a.user
         # A decision that no rule's resourceNames take part in holds for every object of the kind: it is
         # memoised once for them all (`ANY_NAME`), so GETs of many objects are decided once. The path of a
@@ -354,11 +315,10 @@ class RBACAuthorizer:
         d = self._memo.get(key)
         if d is not None:
             return d
-        named = (*key[:8], a.name, key[9]) if a.name else key
-        if a.name:
-            d = self._memo.get(named)
-            if d is not None:
-                return d
+        named = (*key[:8], a.name, key[9])  # a request without a name is keyed by "" then
+        d = self._memo.get(named)
+        if d is not None:
+            return d
         d, any_name = self._decide(a)
         if len(self._memo) >= MEMO_LIMIT:
             self._memo.clear()
