@@ -280,6 +280,7 @@ class APIServer:
                 _attributes_of(strategy),
                 history=self.options.watch_cache_history,
                 bookmark_interval=self.options.bookmark_interval,
+                trigger=strategy.trigger_field,
             )
             rest = RESTStore(r, strategy, store, cacher, admission)
             self.stores[(r.group_version, r.plural)] = rest

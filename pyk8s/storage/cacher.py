@@ -4,9 +4,11 @@ lists and watches are served without touching storage (upstream: apiserver/pkg/s
 It lists the resource's directory once, then follows a storage watch (with progress notifications, so its
 resourceVersion advances while nothing changes). Watchers are filtered by key prefix and by a predicate on
 labels and fields; an object that stops matching reaches a watcher as DELETED and one that starts matching as
-ADDED, as upstream does. A watcher that cannot keep up is ended, and its client resumes from the last
-resourceVersion it saw. Events are shared by every watcher: whatever a handler caches on them (such as
-their JSON encoding) is computed once.
+ADDED, as upstream does. A resource may name a trigger field (pods: `spec.nodeName`): watchers whose field
+selector pins it are kept by its value, and lists that pin it read an index instead of every object
+(cacher_index.py). A watcher that cannot keep up is ended, and its client resumes from the last resourceVersion
+it saw. Events are shared by every watcher: whatever a handler caches on them (such as their JSON encoding) is
+computed once.
 
 Reads that must be at least as fresh as a revision (`wait_until_fresh`) wait for the cache to reach it. While
 some do and storage supports reliable progress requests, one progress request at a time goes to storage: the
@@ -29,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import codec
+from .cacher_index import IndexedWatchers, TriggerIndex
 from .codec import Object
 from .errors import GoneError, TooLargeResourceVersionError
 from .interface import ADDED, BOOKMARK, DELETED, MODIFIED, REQUEST_WATCH_PROGRESS, Storage, Watch, WatchEvent
@@ -51,6 +54,9 @@ class Predicate:
 
     label: Callable[[Mapping[str, str]], bool] | None = None
     field: Callable[[Mapping[str, str]], bool] | None = None
+    # The value `field` requires a given field to equal, or None if it does not pin it (upstream:
+    # Field.RequiresExactMatch): watches and lists that pin the cache's trigger field use its index.
+    field_exact: Callable[[str], str | None] | None = None
 
     @property
     def everything(self) -> bool:
@@ -158,10 +164,12 @@ class CacheWatcher:
         predicate: Predicate,
         bookmarks: bool,
         queue_size: int,
+        trigger_value: str | None = None,
     ) -> None:
         self.cacher = cacher
         self.prefix = prefix
         self.predicate = predicate
+        self.trigger_value = trigger_value  # the value its selector pins the cache's trigger field to
         self.bookmarks = bookmarks
         self.queue: asyncio.Queue[WatchedEvent | BaseException | None] = asyncio.Queue(queue_size)
         self.last_revision = 0
@@ -257,10 +265,14 @@ class Cacher:
         history_seconds: float = 300.0,
         watcher_queue: int = 10_000,
         bookmark_interval: float = 60.0,
+        trigger: str | None = None,
     ) -> None:
         self.storage = storage
         self.prefix = prefix
         self.attrs = attrs
+        # The field watchers and lists are indexed by (upstream: the registry's TriggerFunc and Indexers).
+        self.trigger = trigger
+        self._index = TriggerIndex(trigger) if trigger is not None else None
         self.history = history
         self.history_seconds = history_seconds
         self.watcher_queue = watcher_queue
@@ -270,7 +282,7 @@ class Cacher:
         self._events: collections.deque[tuple[float, CacheEvent]] = collections.deque()
         self._oldest = 0  # events after this revision are all in the window
         self.revision = 0
-        self._watchers: set[CacheWatcher] = set()
+        self._watchers = IndexedWatchers()
         self._ready = asyncio.Event()
         self._stopped = False
         self._advanced = asyncio.Event()  # set (and replaced) whenever the revision advances
@@ -359,6 +371,8 @@ class Cacher:
             fresh[key] = Entry(key, obj, int(obj["metadata"]["resourceVersion"]), labels, fields)
         self._entries = fresh
         self._sorted_keys = None
+        if self._index is not None:
+            self._index.reset()
         self._events.clear()
         self.revision = self._oldest = res.revision
         for w in list(self._watchers):
@@ -391,13 +405,14 @@ class Cacher:
             self._entries[key] = entry
             if self._sorted_keys is not None and prev is None:
                 bisect.insort(self._sorted_keys, key)
+        if self._index is not None:
+            self._index.changed(key)
         # After a relist the cache may not know an object storage calls MODIFIED: to the cache it is new.
         typ = ADDED if ev.type == MODIFIED and prev is None else ev.type
         event = CacheEvent(typ, key, ev.revision, entry, prev)
         self._record(event)
         self.revision = ev.revision
-        for w in list(self._watchers):
-            w.offer(event)
+        self._watchers.dispatch(event, self.trigger)
         self._signal()
 
     def _record(self, event: CacheEvent) -> None:
@@ -477,19 +492,30 @@ class Cacher:
 
     def list(self, prefix: str, predicate: Predicate = EVERYTHING) -> tuple[list[Entry], int]:
         """Entries under `prefix` that match, sorted by key, and the cache's revision."""
-        if self._sorted_keys is None:
-            self._sorted_keys = sorted(self._entries)
-        keys = self._sorted_keys
-        lo = bisect.bisect_left(keys, prefix)
-        hi = bisect.bisect_left(keys, range_end(prefix)) if prefix else len(keys)
         entries = self._entries
-        out = [entries[k] for k in keys[lo:hi]]
+        value = self._trigger_value(predicate)
+        if value is not None:
+            assert self._index is not None
+            out = [entries[k] for k in sorted(self._index.keys(value, entries)) if k.startswith(prefix)]
+        else:
+            if self._sorted_keys is None:
+                self._sorted_keys = sorted(entries)
+            keys = self._sorted_keys
+            lo = bisect.bisect_left(keys, prefix)
+            hi = bisect.bisect_left(keys, range_end(prefix)) if prefix else len(keys)
+            out = [entries[k] for k in keys[lo:hi]]
         if not predicate.everything:
             out = [en for en in out if predicate.matches(en.labels, en.fields)]
         return out, self.revision
 
     def count(self) -> int:
         return len(self._entries)
+
+    def _trigger_value(self, predicate: Predicate) -> str | None:
+        """The value `predicate` pins the trigger field to, if the cache has one and it does."""
+        if self.trigger is None or predicate.field_exact is None:
+            return None
+        return predicate.field_exact(self.trigger)
 
     async def watch(
         self,
@@ -509,7 +535,7 @@ class Cacher:
         now and passes on the changes after that revision as they come (upstream's cacher does the same).
         """
         await self.wait_ready(timeout=30.0)
-        w = CacheWatcher(self, prefix, predicate, bookmarks, self.watcher_queue)
+        w = CacheWatcher(self, prefix, predicate, bookmarks, self.watcher_queue, self._trigger_value(predicate))
         if not from_revision:
             entries, rev = self.list(prefix, predicate)
             if len(entries) >= self.watcher_queue:

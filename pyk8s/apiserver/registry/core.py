@@ -332,6 +332,7 @@ class PodStrategy(Strategy):
         "status.podIP",
         "status.nominatedNodeName",
     )
+    trigger_field = "spec.nodeName"  # each node's kubelet watches its own pods (upstream: NodeNameTriggerFunc)
 
     def default(self, obj: Object) -> None:
         spec = obj.setdefault("spec", {})

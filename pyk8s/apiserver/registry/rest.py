@@ -233,7 +233,8 @@ class RESTStore:
     def predicate(self, opts: ListOptions) -> Predicate:
         labels_match = None if opts.label_selector.empty else opts.label_selector.matches
         fields_match = None if opts.field_selector.empty else opts.field_selector.matches
-        return Predicate(labels_match, fields_match)
+        fields_exact = None if opts.field_selector.empty else opts.field_selector.exact
+        return Predicate(labels_match, fields_match, fields_exact)
 
     def check_field_selector(self, sel: FieldSelector) -> None:
         supported = set(self.strategy.supported_fields())

@@ -168,6 +168,8 @@ class Strategy:
     tracks_generation: ClassVar[bool] = False
     #: extra field selectors beyond metadata.name / metadata.namespace
     selectable_fields: ClassVar[tuple[str, ...]] = ()
+    #: the selectable field the watch cache indexes watchers and lists by (upstream: the registry's TriggerFunc)
+    trigger_field: ClassVar[str | None] = None
 
     def __init__(self, resource: Resource) -> None:
         self.resource = resource
