@@ -77,14 +77,18 @@ def test_fresh_server_has_every_default(server: APIServerProcess) -> None:
     assert len(ns_bindings["items"]) == 7
 
 
+READ_WRITE = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+
+
 def test_kube_scheduler_rules(server: APIServerProcess) -> None:
     role = get(server, "clusterroles/system:kube-scheduler")
     rules = [(tuple(r.get("apiGroups", ())), tuple(r.get("resources", ())), tuple(r.get("resourceNames", ())),
               tuple(r["verbs"])) for r in role["rules"]]  # fmt: skip
-    assert rules[:8] == [
+    assert rules[:9] == [
         (("", "events.k8s.io"), ("events",), (), ("create", "patch", "update")),
         (("coordination.k8s.io",), ("leases",), (), ("create",)),
-        (("coordination.k8s.io",), ("leases",), ("kube-scheduler",), ("get", "update")),
+        (("coordination.k8s.io",), ("leases",), ("kube-scheduler",), ("get", "list", "update", "watch")),
+        (("coordination.k8s.io",), ("leasecandidates",), (), READ_WRITE),
         (("",), ("nodes",), (), ("get", "list", "watch")),
         (("",), ("pods",), (), ("delete", "get", "list", "watch")),
         (("",), ("bindings", "pods/binding"), (), ("create",)),
@@ -93,6 +97,51 @@ def test_kube_scheduler_rules(server: APIServerProcess) -> None:
     ]
     assert (("apps", "extensions"), ("replicasets",), (), ("get", "list", "watch")) in rules
     assert (("storage.k8s.io",), ("csistoragecapacities",), (), ("get", "list", "watch")) in rules
+
+
+def role_rules(server: APIServerProcess, name: str) -> list[dict[str, Any]]:
+    return list(get(server, f"clusterroles/{name}")["rules"])
+
+
+def test_controller_rules_as_upstream_1_32(server: APIServerProcess) -> None:
+    """Rules of v1.32's golden controller-roles.yaml that an earlier copy of the policy lacked, each as the
+    file writes it, and what they let the controllers' service accounts do."""
+    core = {"apiGroups": [""]}
+    mirroring = role_rules(server, "system:controller:endpointslicemirroring-controller")
+    assert mirroring[1:3] == [
+        {**core, "resources": ["services/finalizers"], "verbs": ["update"]},
+        {**core, "resources": ["endpoints/finalizers"], "verbs": ["update"]},
+    ]
+    # the portworx volume plugin's service lookup, the last rule of both roles
+    portworx = {**core, "resources": ["services"], "verbs": ["get"]}
+    for name in ("expand-controller", "persistent-volume-binder"):
+        assert role_rules(server, f"system:controller:{name}")[-1] == portworx
+    # with StatefulSetAutoDeletePVC (GA in 1.32) its two rules come after the events rule
+    statefulset = role_rules(server, "system:controller:statefulset-controller")
+    assert statefulset[-3:] == [
+        {"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch", "update"]},
+        {**core, "resources": ["persistentvolumeclaims"], "verbs": ["delete", "update"]},
+        {**core, "resources": ["pods/finalizers"], "verbs": ["update"]},
+    ]
+    sa = "--as=system:serviceaccount:kube-system:"
+    for args in (("update", "endpoints", "--subresource=finalizers", "-n", "default",
+                  sa + "endpointslicemirroring-controller"),
+                 ("get", "services", "-n", "default", sa + "expand-controller"),
+                 ("get", "services", "-n", "default", sa + "persistent-volume-binder"),
+                 ("watch", "leases.coordination.k8s.io/kube-scheduler", "-n", "kube-system",
+                  "--as=system:kube-scheduler")):  # fmt: skip
+        res = server.kubectl("auth", "can-i", *args)
+        assert (res.returncode, res.stdout.strip()) == (0, "yes"), (args, res.stdout, res.stderr)
+    res = server.kubectl("auth", "can-i", "get", "services", "-n", "default", sa + "pv-protection-controller")
+    assert res.stdout.strip() == "no"
+    # LeaseCandidates are not served by default in 1.32 (kubectl cannot name them), yet the scheduler may write them
+    review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+              "spec": {"user": "system:kube-scheduler", "groups": ["system:authenticated"],
+                       "resourceAttributes": {"namespace": "kube-system", "verb": "create",
+                                              "group": "coordination.k8s.io", "resource": "leasecandidates"}}}  # fmt: skip
+    status, body = server.request("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", review)
+    assert status == 201 and isinstance(body, dict), body
+    assert body["status"]["allowed"] is True, body
 
 
 def test_aggregated_roles(server: APIServerProcess) -> None:

@@ -233,9 +233,10 @@ def _aggregate_to_view_rules() -> list[Rule]:
 def _kube_scheduler_rules() -> list[Rule]:
     return [
         events_rule(),
-        # leader election
+        # leader election, and coordinated leader election's candidates (granted although that API is off)
         rule("create", COORDINATION, "leases"),
-        rule("get update", COORDINATION, "leases", names="kube-scheduler"),
+        rule("get list update watch", COORDINATION, "leases", names="kube-scheduler"),
+        rule(READ_WRITE, COORDINATION, "leasecandidates"),
         rule(READ, LEGACY, "nodes"),
         rule("get list watch delete", LEGACY, "pods"),
         rule("create", LEGACY, "bindings pods/binding"),

@@ -2,8 +2,9 @@
 plugin/pkg/auth/authorizer/rbac/bootstrappolicy/controller_policy.go): one ClusterRole
 `system:controller:<name>` per controller, bound by a ClusterRoleBinding of the same name to the
 ServiceAccount `kube-system/<name>` the controller runs as under `--use-service-account-credentials`.
-The 33 of v1.32 with the default feature gates (DRA, MultiCIDRServiceAllocator, VolumeAttributesClass and
-SELinuxChangePolicy add theirs only when on)."""
+The 33 of v1.32 with the default feature gates: DynamicResourceAllocation, MultiCIDRServiceAllocator,
+VolumeAttributesClass, ClusterTrustBundle, StorageVersionAPI, StorageVersionMigrator and SELinuxChangePolicy,
+all off by default in 1.32, would each add a controller; StatefulSetAutoDeletePVC (GA) adds two rules."""
 
 from __future__ import annotations
 
@@ -107,7 +108,9 @@ _CONTROLLER_RULES: dict[str, list[Rule]] = {
     ],
     "endpointslicemirroring-controller": [
         rule(READ, LEGACY, "services endpoints"),
+        # its slices are owned by the service or the Endpoints they mirror, with blockOwnerDeletion
         rule("update", LEGACY, "services/finalizers"),
+        rule("update", LEGACY, "endpoints/finalizers"),
         rule("get list watch create update delete", DISCOVERY, "endpointslices"),
         events_rule(),
     ],
@@ -116,6 +119,8 @@ _CONTROLLER_RULES: dict[str, list[Rule]] = {
         rule("update patch", LEGACY, "persistentvolumeclaims/status"),
         rule(READ, LEGACY, "persistentvolumeclaims"),
         events_rule(),
+        # the portworx volume plugin looks up its service
+        rule("get", LEGACY, "services"),
     ],
     "ephemeral-volume-controller": [
         rule(READ, LEGACY, "pods"),
@@ -170,6 +175,8 @@ _CONTROLLER_RULES: dict[str, list[Rule]] = {
         events_rule(),
         # the recycler watches its pod's events
         rule("watch", LEGACY, "events"),
+        # the portworx volume plugin looks up its service
+        rule("get", LEGACY, "services"),
     ],
     "pod-garbage-collector": [
         rule("list watch delete", LEGACY, "pods"),
@@ -220,9 +227,10 @@ _CONTROLLER_RULES: dict[str, list[Rule]] = {
         rule("get create delete update patch", LEGACY, "pods"),
         rule("get create delete update patch list watch", APPS, "controllerrevisions"),
         rule("get create list watch", LEGACY, "persistentvolumeclaims"),
+        events_rule(),
+        # StatefulSetAutoDeletePVC (GA in 1.32): the claims' owner references and their deletion
         rule("update delete", LEGACY, "persistentvolumeclaims"),
         rule("update", LEGACY, "pods/finalizers"),
-        events_rule(),
     ],
     "ttl-controller": [
         rule("update patch list watch", LEGACY, "nodes"),
