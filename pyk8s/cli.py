@@ -106,7 +106,7 @@ def parse_duration(text: str) -> float:
 def _apiserver_options(data_dir: Path, **kw: object) -> object:
     from .aggregator.options import AggregatorOptions, parse_string_slice
     from .apiserver.admission.plugins import AdmissionOptions, parse_plugin_list
-    from .apiserver.audit import LogOptions, load_policy
+    from .apiserver.audit import LogOptions, WebhookOptions, load_policy
     from .apiserver.audit.policy import PolicyError
     from .apiserver.authz import parse_modes
     from .apiserver.server import APIServerOptions
@@ -128,9 +128,10 @@ def _apiserver_options(data_dir: Path, **kw: object) -> object:
         enable_aggregator_routing=bool(kw["enable_aggregator_routing"]),
     )
     try:
-        modes = parse_modes(str(kw["authorization_mode"]))
+        modes = parse_modes(str(kw["authorization_mode"]), str(kw["authorization_webhook_config_file"]))
     except ValueError as err:
         raise click.UsageError(str(err)) from None
+    authorization_webhook = _authorization_webhook_options(kw)
     audit_log = LogOptions(
         path=str(kw["audit_log_path"]),
         max_age_days=int(kw["audit_log_maxage"]),  # type: ignore[call-overload]
@@ -141,8 +142,24 @@ def _apiserver_options(data_dir: Path, **kw: object) -> object:
         mode=str(kw["audit_log_mode"]),
         version=str(kw["audit_log_version"]),
     )
+    audit_webhook = WebhookOptions(
+        config_file=str(kw["audit_webhook_config_file"]),
+        mode=str(kw["audit_webhook_mode"]),
+        batch_buffer_size=int(kw["audit_webhook_batch_buffer_size"]),  # type: ignore[call-overload]
+        batch_max_size=int(kw["audit_webhook_batch_max_size"]),  # type: ignore[call-overload]
+        batch_max_wait=parse_duration(str(kw["audit_webhook_batch_max_wait"])),
+        initial_backoff=parse_duration(str(kw["audit_webhook_initial_backoff"])),
+        version=str(kw["audit_webhook_version"]),
+    )
     authentication = _authentication_options(kw)
-    problems = admission.validate() + aggregator.validate() + audit_log.validate() + authentication.validate()
+    problems = (
+        admission.validate()
+        + aggregator.validate()
+        + audit_log.validate()
+        + audit_webhook.validate()
+        + authentication.validate()
+    )
+    problems += authorization_webhook.validate()
     if kw["audit_policy_file"]:
         try:
             load_policy(str(kw["audit_policy_file"]))
@@ -154,9 +171,11 @@ def _apiserver_options(data_dir: Path, **kw: object) -> object:
         admission=admission,
         aggregator=aggregator,
         authorization_modes=modes,
+        authorization_webhook=authorization_webhook,
         authentication=authentication,
         audit_policy_file=str(kw["audit_policy_file"]),
         audit_log=audit_log,
+        audit_webhook=audit_webhook,
         data_dir=data_dir.expanduser().resolve(),
         etcd_servers=[s for s in str(kw["etcd_servers"]).split(",") if s],
         bind_address=str(kw["bind_address"]),
@@ -190,6 +209,20 @@ def _authentication_options(kw: dict[str, object]) -> Any:
         token_auth_file=str(kw["token_auth_file"]),
         enable_bootstrap_token_auth=bool(kw["enable_bootstrap_token_auth"]),
         anonymous_auth=bool(kw["anonymous_auth"]),
+        token_webhook_config_file=str(kw["authentication_token_webhook_config_file"]),
+        token_webhook_version=str(kw["authentication_token_webhook_version"]),
+        token_webhook_cache_ttl=parse_duration(str(kw["authentication_token_webhook_cache_ttl"])),
+    )
+
+
+def _authorization_webhook_options(kw: dict[str, object]) -> Any:
+    from .apiserver.authz.webhook import WebhookOptions
+
+    return WebhookOptions(
+        config_file=str(kw["authorization_webhook_config_file"]),
+        version=str(kw["authorization_webhook_version"]),
+        cache_authorized_ttl=parse_duration(str(kw["authorization_webhook_cache_authorized_ttl"])),
+        cache_unauthorized_ttl=parse_duration(str(kw["authorization_webhook_cache_unauthorized_ttl"])),
     )
 
 
@@ -295,11 +328,65 @@ _server_options = [
     click.option("--audit-log-mode", default="blocking", show_default=True, help="blocking, blocking-strict or batch."),
     click.option("--audit-log-version", default="audit.k8s.io/v1", show_default=True, help="API version of events."),
     click.option(
+        "--audit-webhook-config-file",
+        default="",
+        help="A kubeconfig file naming the webhook audit events are POSTed to (as EventLists).",
+    ),
+    click.option(
+        "--audit-webhook-mode", default="batch", show_default=True, help="batch, blocking or blocking-strict."
+    ),
+    click.option(
+        "--audit-webhook-batch-buffer-size",
+        default=10000,
+        show_default=True,
+        help="Events buffered before later ones are dropped (batch mode).",
+    ),
+    click.option("--audit-webhook-batch-max-size", default=400, show_default=True, help="Events per request at most."),
+    click.option(
+        "--audit-webhook-batch-max-wait",
+        default="30s",
+        show_default=True,
+        help="How long an event waits for a batch to fill before it is sent anyway.",
+    ),
+    click.option(
+        "--audit-webhook-initial-backoff",
+        default="10s",
+        show_default=True,
+        help="The wait before the first retry of a failed send.",
+    ),
+    click.option(
+        "--audit-webhook-version", default="audit.k8s.io/v1", show_default=True, help="API version of events."
+    ),
+    click.option(
         "--authorization-mode",
         default="Node,RBAC",
         show_default=True,
         help="Ordered list of authorization modes (comma-separated): AlwaysAllow, AlwaysDeny, RBAC, Node, "
         "Webhook. system:masters is always allowed.",
+    ),
+    click.option(
+        "--authorization-webhook-config-file",
+        default="",
+        help="File with webhook configuration in kubeconfig format, used with --authorization-mode=Webhook: the "
+        "remote service is asked to decide access on the secure port.",
+    ),
+    click.option(
+        "--authorization-webhook-version",
+        default="v1beta1",
+        show_default=True,
+        help="API version of the authorization.k8s.io SubjectAccessReview sent to and expected from the webhook.",
+    ),
+    click.option(
+        "--authorization-webhook-cache-authorized-ttl",
+        default="5m0s",
+        show_default=True,
+        help="How long 'authorized' answers of the webhook authorizer are cached.",
+    ),
+    click.option(
+        "--authorization-webhook-cache-unauthorized-ttl",
+        default="30s",
+        show_default=True,
+        help="How long 'unauthorized' answers of the webhook authorizer are cached.",
     ),
     click.option(
         "--service-account-issuer",
@@ -351,6 +438,24 @@ _server_options = [
         "--anonymous-auth",
         True,
         "Serve requests without credentials as system:anonymous (=false: 401).",
+    ),
+    click.option(
+        "--authentication-token-webhook-config-file",
+        default="",
+        help="File with webhook configuration for token authentication in kubeconfig format: bearer tokens are "
+        "sent to the remote service in TokenReviews.",
+    ),
+    click.option(
+        "--authentication-token-webhook-version",
+        default="v1beta1",
+        show_default=True,
+        help="API version of the authentication.k8s.io TokenReview sent to and expected from the webhook.",
+    ),
+    click.option(
+        "--authentication-token-webhook-cache-ttl",
+        default="2m0s",
+        show_default=True,
+        help="How long the webhook token authenticator's answers are cached.",
     ),
     go_bool_option(
         "--enable-aggregator-routing",

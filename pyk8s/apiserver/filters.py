@@ -18,6 +18,7 @@ from urllib.parse import unquote
 from aiohttp import web
 
 from ..api import errors
+from . import deferred
 from .audit import DECISION_ANNOTATION, REASON_ANNOTATION, Auditor
 from .authn import (
     ANONYMOUS,
@@ -29,7 +30,7 @@ from .authn import (
     peer_certificate_of,
 )
 from .authn.serviceaccount import InvalidUsername, make_username, split_username
-from .authz import AlwaysAllow, Attributes, Authorizer, attributes_of, forbidden
+from .authz import AlwaysAllow, Attributes, Authorizer, Decision, attributes_of, forbidden
 from .encoding import status_response
 from .inflight import WAIT_FRACTION, InflightLimit
 from .request_info import request_info
@@ -204,11 +205,25 @@ def build_middlewares(cfg: ChainConfig, limits: dict[str, InflightLimit]) -> lis
     """The chain as one aiohttp middleware (nested middlewares cost a coroutine each per request); the
     filters run in upstream's order. `limits` are the in-flight limits by kind (`inflight_limits`)."""
 
-    def authentication(request: web.Request) -> errors.StatusError | None:
+    def authentication(request: web.Request) -> errors.StatusError | Awaitable[errors.StatusError | None] | None:
         try:
-            user = cfg.authenticator.authenticate(_Credentials(request))
+            user = deferred.call(cfg.authenticator.authenticate, _Credentials(request))
         except InvalidCredentials:
             return errors.unauthorized()
+        if isinstance(user, deferred.Deferred):  # a token webhook is asked first
+            return authenticate_later(request, user)
+        return authenticated(request, user)
+
+    async def authenticate_later(
+        request: web.Request, pending: deferred.Deferred[UserInfo | None]
+    ) -> errors.StatusError | None:
+        try:
+            user = await pending
+        except InvalidCredentials:
+            return errors.unauthorized()
+        return authenticated(request, user)
+
+    def authenticated(request: web.Request, user: UserInfo | None) -> errors.StatusError | None:
         if user is None:
             return errors.unauthorized()
         if user.anonymous and cfg.anonymous_is_admin:
@@ -223,20 +238,40 @@ def build_middlewares(cfg: ChainConfig, limits: dict[str, InflightLimit]) -> lis
             request["audit"] = auditor.begin(request, request["info"], request["user"], request["received"])
         return None
 
-    def impersonation(request: web.Request) -> errors.StatusError | None:
+    def impersonation(request: web.Request) -> errors.StatusError | Awaitable[errors.StatusError | None] | None:
         headers = request.headers
         # (header names arrive lower-cased over HTTP/2)
         if "Impersonate-User" not in headers and not any(h[:12].lower() == "impersonate-" for h in headers):
             return None
-        refused = impersonate(request, cfg.authorizer)
+        refused = deferred.call(impersonate, request, cfg.authorizer)
+        if isinstance(refused, deferred.Deferred):  # an authorization webhook is asked first
+            return impersonate_later(request, refused)
+        return impersonated(request, refused)
+
+    async def impersonate_later(
+        request: web.Request, pending: deferred.Deferred[errors.StatusError | None]
+    ) -> errors.StatusError | None:
+        return impersonated(request, await pending)
+
+    def impersonated(request: web.Request, refused: errors.StatusError | None) -> errors.StatusError | None:
         ev = request.get("audit")
         if refused is None and ev is not None and auditor is not None:
             auditor.impersonated(ev, request["user"])
         return refused
 
-    def authorization(request: web.Request) -> errors.StatusError | None:
+    def authorization(request: web.Request) -> errors.StatusError | Awaitable[errors.StatusError | None] | None:
         a = attributes_of(request["info"], request["user"], request.query)
-        d = cfg.authorizer.authorize(a)
+        d = deferred.call(cfg.authorizer.authorize, a)
+        if isinstance(d, deferred.Deferred):  # an authorization webhook is asked first
+            return authorize_later(request, a, d)
+        return authorized(request, a, d)
+
+    async def authorize_later(
+        request: web.Request, a: Attributes, pending: deferred.Deferred[Decision]
+    ) -> errors.StatusError | None:
+        return authorized(request, a, await pending)
+
+    def authorized(request: web.Request, a: Attributes, d: Decision) -> errors.StatusError | None:
         ev = request.get("audit")
         if ev is not None:
             ev.annotate(DECISION_ANNOTATION, "allow" if d.allowed else "forbid")
@@ -296,6 +331,8 @@ def build_middlewares(cfg: ChainConfig, limits: dict[str, InflightLimit]) -> lis
             request["info"] = request_info(request.method, request.raw_path, request.query)  # type: ignore[arg-type]
             for f in filters:
                 refused = f(request)
+                if refused is not None and not isinstance(refused, errors.StatusError):
+                    refused = await refused  # a webhook had to be asked
                 if refused is not None:
                     code = refused.code
                     if auditor is not None:

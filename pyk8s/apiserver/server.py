@@ -37,11 +37,13 @@ from ..storage.compactor import DEFAULT_COMPACTION_INTERVAL
 from . import authz, discovery, openapi_v2_proto, openid_metadata, printers, resource_metrics  # noqa: F401 -- printers register their Table columns
 from .admission.plugins import AdmissionOptions, build_chain
 from .admission.priority import ensure_system_priority_classes
-from .audit import Auditor, LogBackend, LogOptions, load_policy
+from .audit import Auditor, LogBackend, LogOptions, UnionBackend, WebhookBackend, load_policy
+from .audit import WebhookOptions as AuditWebhookOptions
 from .authn import Union, UserInfo
 from .authn.options import Authentication, AuthenticationOptions
 from .authn.request_header import RequestHeaderAuthenticator, read_cas
 from .authz.rbac import RBACAuthorizer
+from .authz.webhook import WebhookAuthorizer, WebhookOptions
 from .certs import ADMIN_GROUP, ADMIN_USER, PKI, ensure_pki, serving_names, write_kubeconfig
 from .connections import IDLE_TIMEOUT, READ_HEADER_TIMEOUT, GuardedSite, PendingConnections, default_max_pending
 from .encoding import respond, status_response
@@ -103,10 +105,13 @@ class APIServerOptions:
     # --audit-policy-file and the log backend (--audit-log-*): auditing is on when both are given
     audit_policy_file: str = ""
     audit_log: LogOptions = field(default_factory=LogOptions)
+    audit_webhook: AuditWebhookOptions = field(default_factory=AuditWebhookOptions)  # --audit-webhook-*
     # --service-account-*, --api-audiences, --token-auth-file, --enable-bootstrap-token-auth, --anonymous-auth
     authentication: AuthenticationOptions = field(default_factory=AuthenticationOptions)
     # --authorization-mode, in order (system:masters is always allowed first, as upstream)
     authorization_modes: tuple[str, ...] = authz.DEFAULT_MODES
+    # --authorization-webhook-*: the Webhook mode's kubeconfig file, review version and decision caches
+    authorization_webhook: WebhookOptions = field(default_factory=WebhookOptions)
 
     @property
     def storage_url(self) -> str:
@@ -240,7 +245,7 @@ class APIServer:
             await runner.cleanup()
         self._runners.clear()
         if self.auditor is not None:
-            self.auditor.close()
+            await self.auditor.shutdown()  # the webhook's last batch is delivered
             self.auditor = None
         if self.store is not None:
             await self.store.close()
@@ -346,13 +351,21 @@ class APIServer:
         self._tasks.append(asyncio.create_task(self.aggregator.run()))
 
     def _start_audit(self) -> None:
-        """The auditor, when a policy and a log path are both given (upstream: no backend, no auditing)."""
+        """The auditor, when a policy and a backend (the log, the webhook or both) are given (upstream: no
+        backend, no auditing)."""
         opts = self.options
-        if not opts.audit_policy_file or not opts.audit_log.path:
-            if opts.audit_policy_file or opts.audit_log.path:
-                log.warning("auditing is off: it needs both --audit-policy-file and --audit-log-path")
+        backends: list[LogBackend | WebhookBackend] = []
+        if opts.audit_log.path:
+            backends.append(LogBackend(opts.audit_log))
+        if opts.audit_webhook.config_file:
+            backends.append(WebhookBackend(opts.audit_webhook))
+        if not opts.audit_policy_file or not backends:
+            if opts.audit_policy_file or backends:
+                log.warning("auditing is off: it needs --audit-policy-file and --audit-log-path or "
+                            "--audit-webhook-config-file")  # fmt: skip
             return
-        self.auditor = Auditor(load_policy(opts.audit_policy_file), LogBackend(opts.audit_log))
+        backend = backends[0] if len(backends) == 1 else UnionBackend(*backends)
+        self.auditor = Auditor(load_policy(opts.audit_policy_file), backend)
 
     async def _start_authorization(self) -> None:
         """The authorizers `--authorization-mode` names, in order, behind the system:masters one; each that
@@ -378,6 +391,10 @@ class APIServer:
                 await node.start()
                 self._tasks.append(asyncio.create_task(node.run()))
                 authorizers.append(node)
+            elif mode == authz.MODE_WEBHOOK:
+                webhook = WebhookAuthorizer.from_options(self.options.authorization_webhook)
+                self._tasks.append(asyncio.create_task(webhook.run()))  # closes its connections at shutdown
+                authorizers.append(webhook)
             else:
                 raise ValueError(f"authorization mode {mode} is not implemented by pyk8s yet")
         self.authorizer = authz.Union(authorizers)
@@ -500,6 +517,8 @@ class APIServer:
             front_proxy=self._front_proxy(), client_cas=read_cas(self.pki.ca_cert),
         )  # fmt: skip
         self.authentication = auth
+        if auth.token_webhook is not None:  # its connections are closed at shutdown
+            self._tasks.append(asyncio.create_task(auth.token_webhook.run()))
         self.handlers.subresources.token_request = TokenREST(self.rest, auth).create
         authentication_registry.install(self.handlers.create_only, auth)
         apiserver = UserInfo("system:apiserver", groups=(ADMIN_GROUP,))

@@ -8,10 +8,8 @@ import asyncio
 import base64
 import re
 import ssl
-import tempfile
 import uuid
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,7 +22,7 @@ from pyk8s.apiextensions.conversion import (
     needs_conversion,
 )
 from pyk8s.apiextensions.conversion_webhook import go_duration
-from pyk8s.apiserver.certs import self_signed_serving_pair
+from pyk8s.testing.webhook_server import tls_server_context
 
 GROUP = "stable.example.com"
 V1, V2 = f"{GROUP}/v1", f"{GROUP}/v2"
@@ -125,12 +123,7 @@ class Webhook:
 
 def server_context(names: list[str]) -> tuple[ssl.SSLContext, str]:
     """A TLS server context for a fresh self-signed certificate, and that certificate as a CRD caBundle."""
-    cert, key = self_signed_serving_pair(names)
-    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    with tempfile.TemporaryDirectory() as d:
-        Path(d, "tls.crt").write_bytes(cert)
-        Path(d, "tls.key").write_bytes(key)
-        ctx.load_cert_chain(Path(d, "tls.crt"), Path(d, "tls.key"))
+    ctx, cert = tls_server_context(names)
     return ctx, base64.b64encode(cert).decode()
 
 

@@ -4,21 +4,15 @@ and watches; the webhook is reached by URL and through a Service whose Endpoints
 
 from __future__ import annotations
 
-import asyncio
-import base64
 import json
-import ssl
-import tempfile
-import threading
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from aiohttp import web
 
-from pyk8s.apiserver.certs import self_signed_serving_pair
+from pyk8s.testing.webhook_server import WebhookServer
 
 GROUP = "conv.example.com"
 
@@ -33,22 +27,12 @@ def _convert(obj: dict[str, Any], desired: str) -> dict[str, Any]:
     return out
 
 
-class Webhook:
+class Webhook(WebhookServer):
     """The conversion webhook, served from a thread of its own for the module's tests."""
 
     def __init__(self) -> None:
-        cert, key = self_signed_serving_pair(["127.0.0.1", "hooks.webhooks.svc"])
-        self.ca = cert
-        d = Path(tempfile.mkdtemp())
-        (d / "c.pem").write_bytes(cert)
-        (d / "k.pem").write_bytes(key)
-        self.ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        self.ctx.load_cert_chain(d / "c.pem", d / "k.pem")
-        self.port = 0
+        super().__init__(self.handle)
         self.calls = 0
-        self.loop = asyncio.new_event_loop()
-        self.ready = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
 
     async def handle(self, request: web.Request) -> web.Response:
         self.calls += 1
@@ -59,29 +43,12 @@ class Webhook:
                                   "response": {"uid": req["uid"], "convertedObjects": converted,
                                                "result": {"status": "Success"}}})  # fmt: skip
 
-    def _run(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        app = web.Application()
-        app.router.add_post("/convert", self.handle)
-        runner = web.AppRunner(app)
-        self.loop.run_until_complete(runner.setup())
-        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=self.ctx)
-        self.loop.run_until_complete(site.start())
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self.ready.set()
-        self.loop.run_forever()
-
-    def start(self) -> Webhook:
-        self.thread.start()
-        self.ready.wait(10)
-        return self
-
 
 @pytest.fixture(scope="module")
 def webhook() -> Iterator[Webhook]:
     hook = Webhook().start()
     yield hook
-    hook.loop.call_soon_threadsafe(hook.loop.stop)
+    hook.stop()
 
 
 def crd(plural: str, kind: str, client_config: dict[str, Any]) -> str:
@@ -125,7 +92,7 @@ def exercise(cluster, ns: str, plural: str, kind: str, hook: Webhook) -> None:
 
 
 def test_a_conversion_webhook_by_url(crd_cluster, crd_ns, webhook):
-    config = {"url": f"https://127.0.0.1:{webhook.port}/convert", "caBundle": base64.b64encode(webhook.ca).decode()}
+    config = webhook.client_config("/convert")
     crd_cluster.apply_crds(crd("crontabs", "CronTab", config), f"crontabs.{GROUP}")
     try:
         exercise(crd_cluster, crd_ns, "crontabs", "CronTab", webhook)
@@ -142,7 +109,7 @@ def test_a_conversion_webhook_behind_a_service(crd_cluster, crd_ns, webhook):
     for obj in (service, endpoints):
         crd_cluster.kubectl("apply", "-f", "-", input=json.dumps(obj), check=True)
     config = {"service": {"namespace": "webhooks", "name": "hooks", "path": "/convert"},
-              "caBundle": base64.b64encode(webhook.ca).decode()}  # fmt: skip
+              "caBundle": webhook.ca_bundle}  # fmt: skip
     crd_cluster.apply_crds(crd("schedules", "Schedule", config), f"schedules.{GROUP}")
     try:
         exercise(crd_cluster, crd_ns, "schedules", "Schedule", webhook)

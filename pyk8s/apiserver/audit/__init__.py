@@ -36,8 +36,12 @@ from .policy import (
     RequestAuditConfig,
     load_policy,
 )
+from .webhook_backend import UnionBackend, WebhookBackend, WebhookOptions
 
-__all__ = ["AuditEvent", "Auditor", "LogBackend", "LogOptions", "Policy", "load_policy"]
+__all__ = [
+    "AuditEvent", "Auditor", "LogBackend", "LogOptions", "Policy", "UnionBackend", "WebhookBackend", "WebhookOptions",
+    "load_policy",
+]  # fmt: skip
 
 MAX_USER_AGENT = 1024
 DECISION_ANNOTATION = "authorization.k8s.io/decision"
@@ -145,7 +149,7 @@ def _parse(data: bytes, content_type: str | None) -> Any:
 class Auditor:
     """The policy and the backend, as the handler chain uses them."""
 
-    def __init__(self, policy: Policy, backend: LogBackend) -> None:
+    def __init__(self, policy: Policy, backend: LogBackend | UnionBackend | WebhookBackend) -> None:
         self.policy = policy
         self.backend = backend
 
@@ -246,6 +250,13 @@ class Auditor:
         if e.annotations:
             ordered["annotations"] = dict(e.annotations)
         self.backend.process(ordered)
+
+    async def shutdown(self) -> None:
+        """Deliver what the backends still hold (the webhook's batch), then close them."""
+        shutdown = getattr(self.backend, "shutdown", None)
+        if shutdown is not None:
+            await shutdown()
+        self.close()
 
     def close(self) -> None:
         self.backend.close()

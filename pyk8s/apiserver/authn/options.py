@@ -2,8 +2,8 @@
 authentication.go `BuiltInAuthenticationOptions`, and pkg/kubeapiserver/authenticator config.go `Config.New`).
 
 Order: a front proxy's request headers (`request_header`), client certificates, then bearer tokens — the
-token file, legacy service-account tokens, bound service-account tokens, bootstrap tokens — then the anonymous
-user when allowed and nothing failed.
+token file, legacy service-account tokens, bound service-account tokens, bootstrap tokens, the token webhook
+— then the anonymous user when allowed and nothing failed.
 
 With no flags the API server behaves as a kubeadm control plane does: tokens are signed with `pki/sa.key`
 (created on first start) and checked against `pki/sa.pub`, the issuer is
@@ -49,6 +49,10 @@ from .jwt import (
 from .legacy import LAST_USED_LABEL, LEGACY_ISSUER, LegacyTokenValidator
 from .request_header import RequestHeaderAuthenticator
 from .token_file import TokenAuthenticator
+from .webhook import CACHE_TTL as WEBHOOK_CACHE_TTL
+from .webhook import DEFAULT_VERSION as WEBHOOK_DEFAULT_VERSION
+from .webhook import WebhookTokenAuthenticator
+from .webhook import validate as validate_webhook
 
 log = logging.getLogger("pyk8s.apiserver.authn")
 
@@ -77,6 +81,11 @@ class AuthenticationOptions:
     enable_bootstrap_token_auth: bool = False
     anonymous_auth: bool = True
     token_success_cache_ttl: float = field(default_factory=_cache_ttl)
+    # --authentication-token-webhook-config-file, -version, -cache-ttl: tokens the others do not know are asked of
+    # the webhook (see webhook.py)
+    token_webhook_config_file: str = ""
+    token_webhook_version: str = WEBHOOK_DEFAULT_VERSION
+    token_webhook_cache_ttl: float = WEBHOOK_CACHE_TTL
 
     @property
     def issuers(self) -> tuple[str, ...]:
@@ -125,6 +134,7 @@ class AuthenticationOptions:
                 TokenAuthenticator.from_csv(self.token_auth_file)
         except ValueError as err:
             problems.append(str(err))
+        problems += validate_webhook(self.token_webhook_config_file, self.token_webhook_version)
         max_exp = self.service_account_max_token_expiration
         if max_exp and not MAX_TOKEN_EXPIRATION_BOUNDS[0] <= max_exp <= MAX_TOKEN_EXPIRATION_BOUNDS[1]:
             problems.append("the service-account-max-token-expiration must be between 1 hour and 2^32 seconds")
@@ -186,6 +196,7 @@ class Authentication:
         self.generator = JWTTokenGenerator(self.issuers[0], read_signing_key(signing_file))
         self._system_user = system_user or UserInfo("system:apiserver", groups=("system:masters",))
         self._background: set[asyncio.Task[None]] = set()
+        self.token_webhook: WebhookTokenAuthenticator | None = None
 
         getter = CachedObjects(rest)
         tokens = dict(static_tokens or {})
@@ -200,6 +211,11 @@ class Authentication:
             secrets = rest("v1", "secrets")
             bootstrap = BootstrapTokenAuthenticator(lambda name: cached(secrets, BOOTSTRAP_NAMESPACE, name))
             chain.append(AudienceAgnostic(bootstrap, auds))
+        if opts.token_webhook_config_file:  # last, as upstream's token union orders it
+            self.token_webhook = WebhookTokenAuthenticator.from_kubeconfig(
+                opts.token_webhook_config_file, opts.token_webhook_version, auds, opts.token_webhook_cache_ttl
+            )
+            chain.append(self.token_webhook)
         tokens_union = CachedTokenAuthenticator(TokenUnion(chain), opts.token_success_cache_ttl)  # type: ignore[arg-type]
         self.bearer = BearerTokenAuthenticator(tokens_union, auds)
         proxy_cas = tuple(ca for ca in front_proxy.cas if ca not in client_cas) if front_proxy else ()

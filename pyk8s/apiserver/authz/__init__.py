@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from ...api import errors
-from ...api.selectors import FieldRequirement, SelectorError, parse_field_selector
+from ...api.selectors import FieldRequirement, Requirement, SelectorError, parse_field_selector, parse_label_selector
 from ..authn import UserInfo
 from ..request_info import RequestInfo
 
@@ -46,6 +46,9 @@ class Attributes:
     # list, watch and deletecollection: the request's field selector, parsed (upstream: GetFieldSelector, with
     # AuthorizeWithSelectors); empty when there is none or it does not parse. The Node authorizer reads it.
     field_selector: tuple[FieldRequirement, ...] = ()
+    # list, watch and deletecollection: the request's label selector, parsed (upstream: GetLabelSelector); the
+    # Webhook mode sends it.
+    label_selector: tuple[Requirement, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,8 +191,14 @@ def attributes_of(info: RequestInfo, user: UserInfo, query: Mapping[str, str] | 
             pinned = selector.exact("metadata.name") if info.verb != "deletecollection" and not name else None
             if pinned and pinned not in (".", "..") and "/" not in pinned and "%" not in pinned:
                 name = pinned
+    labels: tuple[Requirement, ...] = ()
+    if query and info.verb in _SELECTING_VERBS and query.get("labelSelector"):
+        try:
+            labels = parse_label_selector(query["labelSelector"]).requirements
+        except SelectorError:
+            pass
     return Attributes(user, info.verb, True, info.namespace, info.api_group, info.api_version, info.resource,
-                      info.subresource, name, info.path, fields)  # fmt: skip
+                      info.subresource, name, info.path, fields, labels)  # fmt: skip
 
 
 _SELECTING_VERBS = frozenset({"list", "watch", "deletecollection"})
@@ -218,8 +227,9 @@ def forbidden(a: Attributes, reason: str = "") -> errors.StatusError:
     return errors.forbidden_request(a.resource, a.name, forbidden_message(a, reason), a.api_group)
 
 
-def parse_modes(text: str) -> tuple[str, ...]:
-    """`--authorization-mode`: comma-separated modes; ValueError with upstream's messages."""
+def parse_modes(text: str, webhook_config_file: str = "") -> tuple[str, ...]:
+    """`--authorization-mode`: comma-separated modes (with `--authorization-webhook-config-file`, which the
+    Webhook mode needs and only it takes); ValueError with upstream's messages."""
     modes = tuple(m.strip() for m in text.split(",") if m.strip())
     if not modes:
         raise ValueError("at least one authorization-mode must be passed")
@@ -230,4 +240,8 @@ def parse_modes(text: str) -> tuple[str, ...]:
         raise ValueError(f"authorization-mode {list(modes)} has mode specified more than once")
     if MODE_ABAC in modes:
         raise ValueError("authorization-mode ABAC is not supported by pyk8s")
+    if MODE_WEBHOOK in modes and not webhook_config_file:
+        raise ValueError("authorization-mode Webhook's authorization config file not passed")
+    if webhook_config_file and MODE_WEBHOOK not in modes:
+        raise ValueError("cannot specify --authorization-webhook-config-file without mode Webhook")
     return modes

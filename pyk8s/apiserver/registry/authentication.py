@@ -11,6 +11,7 @@ from aiohttp import web
 
 from ...api import errors
 from ...api.meta import Object, rfc3339
+from .. import deferred
 from ..authn import ANONYMOUS_USER, InvalidCredentials, UserInfo, with_authenticated_group
 from ..authn.bearertoken import intersect
 from ..authn.options import Authentication
@@ -54,7 +55,7 @@ class TokenReviews:
         error = ""
         if presented:
             try:
-                resp = auth.bearer.authenticate_token(presented, audiences)
+                resp = await deferred.resolve(auth.bearer.authenticate_token, presented, audiences)
             except InvalidCredentials as err:
                 error = str(err)
             else:

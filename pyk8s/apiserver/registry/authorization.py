@@ -16,6 +16,7 @@ from ...api import errors
 from ...api.meta import Object
 from ...api.selectors import EQUALS, NOT_EQUALS, FieldRequirement, SelectorError, parse_field_selector
 from ...api.validation import is_label_value, is_qualified_name
+from .. import deferred
 from ..authn import UserInfo
 from ..authz import ALLOW, DENY, Attributes, Rules, Union
 from ..handlers import ResourceHandlers
@@ -252,8 +253,8 @@ def user_from_spec(spec: dict[str, Any]) -> UserInfo:
     )
 
 
-def _status(authorizer: Union, a: Attributes) -> dict[str, Any]:
-    d = authorizer.authorize(a)
+async def _status(authorizer: Union, a: Attributes) -> dict[str, Any]:
+    d = await deferred.resolve(authorizer.authorize, a)  # a Webhook mode may have to be asked
     status: dict[str, Any] = {"allowed": d.decision == ALLOW}
     if d.decision == DENY:
         status["denied"] = True
@@ -312,7 +313,7 @@ class AccessReviews:
         if problems:
             raise errors.invalid_object("SubjectAccessReview", "", problems, GROUP)
         spec = obj.get("spec") or {}
-        obj["status"] = _status(self.authorizer(), attributes_from(user_from_spec(spec), spec))
+        obj["status"] = await _status(self.authorizer(), attributes_from(user_from_spec(spec), spec))
         return obj
 
     async def local_subject_access_review(
@@ -330,14 +331,14 @@ class AccessReviews:
         if problems:
             raise errors.invalid_object("LocalSubjectAccessReview", "", problems, GROUP)
         spec = obj.get("spec") or {}
-        obj["status"] = _status(self.authorizer(), attributes_from(user_from_spec(spec), spec))
+        obj["status"] = await _status(self.authorizer(), attributes_from(user_from_spec(spec), spec))
         return obj
 
     async def self_subject_access_review(self, obj: Object, info: RequestInfo, ctx: Context, _r: web.Request) -> Object:
         problems = validate_self_subject_access_review(obj)
         if problems:
             raise errors.invalid_object("SelfSubjectAccessReview", "", problems, GROUP)
-        obj["status"] = _status(self.authorizer(), attributes_from(ctx.user, obj.get("spec") or {}))
+        obj["status"] = await _status(self.authorizer(), attributes_from(ctx.user, obj.get("spec") or {}))
         return obj
 
     async def self_subject_rules_review(self, obj: Object, info: RequestInfo, ctx: Context, _r: web.Request) -> Object:

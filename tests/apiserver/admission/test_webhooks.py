@@ -14,12 +14,8 @@ import base64
 import itertools
 import json
 import socket
-import ssl
-import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -38,28 +34,18 @@ from pyk8s.apiserver.admission.webhook.request import (
     verify_admission_response,
 )
 from pyk8s.apiserver.authn import UserInfo
-from pyk8s.apiserver.certs import self_signed_serving_pair
 from pyk8s.testing.cluster import APIServerProcess
+from pyk8s.testing.webhook_server import WebhookServer
 
 _names = itertools.count()
 
 
-class WebhookServer:
-    """The webhooks, served from a thread of their own for the module's tests; every review is recorded."""
+class Hooks(WebhookServer):
+    """The module's webhooks (one HTTPS server, told apart by path); every review is recorded."""
 
     def __init__(self) -> None:
-        cert, key = self_signed_serving_pair(["127.0.0.1", "hooks.webhooks.svc"])
-        self.ca = cert
-        d = Path(tempfile.mkdtemp())
-        (d / "c.pem").write_bytes(cert)
-        (d / "k.pem").write_bytes(key)
-        self.ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        self.ctx.load_cert_chain(d / "c.pem", d / "k.pem")
-        self.port = 0
+        super().__init__(self.handle)
         self.reviews: list[tuple[str, dict[str, Any]]] = []  # (path, review)
-        self.loop = asyncio.new_event_loop()
-        self.ready = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
 
     def seen(self, path: str, name: str) -> list[dict[str, Any]]:
         """The requests `path` received about objects called `name`."""
@@ -94,41 +80,16 @@ class WebhookServer:
             response["warnings"] = ["this configmap is looked at closely"]
         return web.json_response({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response})
 
-    def _run(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        app = web.Application()
-        app.router.add_post("/{tail:.*}", self.handle)
-        runner = web.AppRunner(app)
-        self.loop.run_until_complete(runner.setup())
-        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=self.ctx)
-        self.loop.run_until_complete(site.start())
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self.ready.set()
-        self.loop.run_forever()
-
-    def start(self) -> WebhookServer:
-        self.thread.start()
-        self.ready.wait(10)
-        return self
-
 
 @pytest.fixture(scope="module")
-def hooks() -> Iterator[WebhookServer]:
-    server = WebhookServer().start()
+def hooks() -> Iterator[Hooks]:
+    server = Hooks().start()
     yield server
-
-    async def stop() -> None:  # the slow handler may still be asleep: cancel it rather than drop it
-        for task in asyncio.all_tasks():
-            if task is not asyncio.current_task():
-                task.cancel()
-        server.loop.stop()
-
-    asyncio.run_coroutine_threadsafe(stop(), server.loop)
-    server.thread.join(5)
+    server.stop()
 
 
 @pytest.fixture(scope="module")
-def server(hooks: WebhookServer) -> Iterator[APIServerProcess]:
+def server(hooks: Hooks) -> Iterator[APIServerProcess]:
     proc = APIServerProcess().start()
     proc.create_namespace("webhooks")
     service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "hooks", "namespace": "webhooks"},
@@ -158,13 +119,13 @@ def closed_port() -> int:
         return int(s.getsockname()[1])
 
 
-def url(hooks: WebhookServer, path: str, port: int | None = None) -> dict[str, Any]:
-    return {"url": f"https://127.0.0.1:{port or hooks.port}{path}", "caBundle": base64.b64encode(hooks.ca).decode()}
+def url(hooks: Hooks, path: str, port: int | None = None) -> dict[str, Any]:
+    return hooks.client_config(path, port)
 
 
-def service(hooks: WebhookServer, path: str) -> dict[str, Any]:
+def service(hooks: Hooks, path: str) -> dict[str, Any]:
     return {"service": {"namespace": "webhooks", "name": "hooks", "path": path},
-            "caBundle": base64.b64encode(hooks.ca).decode()}  # fmt: skip
+            "caBundle": hooks.ca_bundle}  # fmt: skip
 
 
 def configuration(kind: str, name: str, ns: str, client_config: dict[str, Any], resources: tuple[str, ...] = ("configmaps",),
