@@ -130,16 +130,22 @@ class H2Connection(asyncio.Protocol):
         return self.transport.get_extra_info("sockname") if self.transport is not None else None
 
     def close(self) -> None:
-        """Say goodbye (GOAWAY) and close once the streams in progress are done... or now, if there are none."""
+        """Say goodbye (GOAWAY) and close once the streams in progress are done... or now, if there are none.
+        (The GOAWAY waits for them too: h2 sends nothing more on a connection it has said goodbye on, and the
+        answers in progress, such as the 401 that closes an unauthenticated connection, must still go out.)"""
         if self.transport is None or self._closing:
             return
         self._closing = True
+        if not self.streams:
+            self._goodbye()
+
+    def _goodbye(self) -> None:
         try:
             self.conn.close_connection(error_code=h2.errors.ErrorCodes.NO_ERROR)
-            self._write_out()
         except h2.exceptions.ProtocolError:
             pass
-        if not self.streams and self.transport is not None:
+        self._write_out()
+        if self.transport is not None:
             self.transport.close()
 
     # -- asyncio.Protocol ---------------------------------------------------------------------------------
@@ -260,8 +266,7 @@ class H2Connection(asyncio.Protocol):
             self.streams.pop(stream_id, None)
             if not self.streams:
                 if self._closing and self.transport is not None:
-                    self._write_out()
-                    self.transport.close()
+                    self._goodbye()
                 self._arm_idle()
 
     def _request(self, stream: _Stream, writer: _StreamWriter) -> web.BaseRequest:

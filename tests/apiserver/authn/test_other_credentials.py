@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 from pyk8s.testing.cluster import APIServerProcess
 
-from .conftest import ISSUER, STATIC_TOKEN, request_as, token_review, whoami
+from .conftest import ISSUER, STATIC_TOKEN, request_as, token_kubeconfig, token_review, whoami
 
 
 def test_a_token_file_user(cluster):
@@ -68,6 +68,15 @@ def test_without_credentials_a_request_is_anonymous_with_bad_ones_401(cluster):
     assert status == 401
     assert body == {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
                     "message": "Unauthorized", "reason": "Unauthorized", "code": 401}  # fmt: skip
+
+
+def test_kubectl_with_a_wrong_token_is_told_to_log_in(cluster):
+    """Over HTTP/2 too, the 401 that ends an unauthenticated connection reaches kubectl before the goodbye."""
+    res = cluster.kubectl("--kubeconfig", str(token_kubeconfig(cluster, "wrong")), "get", "pods",
+                          "--request-timeout=20s")  # fmt: skip
+    assert res.returncode == 1
+    assert "You must be logged in to the server" in res.stderr
+    assert "GOAWAY" not in res.stderr
 
 
 def get(cluster, path: str) -> tuple[int, dict[str, str], bytes]:
