@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from urllib.parse import unquote
 from aiohttp import web
 
 from ..api import errors
+from ..api.duration import parse_go_duration
 from . import deferred
 from .audit import DECISION_ANNOTATION, REASON_ANNOTATION, Auditor
 from .authn import (
@@ -41,8 +41,6 @@ log = logging.getLogger("pyk8s.apiserver")
 PANIC_MESSAGE = "the server could not serve this request; the error is in the API server's log"
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-_TIMEOUT_PARAM = re.compile(r"^(\d+(?:\.\d+)?)(ns|us|ms|s|m|h)?$")
-_UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 
 
 @dataclass
@@ -69,10 +67,11 @@ class _Credentials:
 
 
 def _parse_timeout(raw: str) -> float | None:
-    m = _TIMEOUT_PARAM.match(raw.strip())
-    if not m:
+    """The `timeout` parameter as Go's time.ParseDuration reads it ("30s", "1m0s"), None when it does not."""
+    try:
+        return parse_go_duration(raw) / 1e9
+    except ValueError:
         return None
-    return float(m.group(1)) * _UNITS[m.group(2)]
 
 
 class RequestDeadlines:

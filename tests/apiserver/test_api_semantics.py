@@ -325,3 +325,18 @@ def test_table_responses(cluster, ns):
     assert t["rows"][0]["object"]["data"] == {"a": "1", "b": "2"}
     assert cluster.request("GET", f"/api/v1/namespaces/{ns}/configmaps?includeObject=Bogus", headers=accept)[0] == 400
     time.sleep(0)
+
+
+@pytest.mark.parametrize(
+    ("timeout", "status"), [("1m0s", 200), ("30s", 200), ("1h2m3.5s", 200), ("500ms", 200), ("abc", 400), ("30", 400)]
+)
+def test_the_timeout_parameter_is_a_go_duration(cluster, timeout, status):
+    """kubectl sends --request-timeout as a Go duration (`60s` becomes `1m0s`); a bare number has no unit."""
+    code, body = cluster.request("GET", f"/api/v1/namespaces?timeout={timeout}")
+    assert code == status, body
+    if status == 400:
+        assert body["message"].startswith("invalid timeout specified in the request URL")
+
+
+def test_kubectl_with_a_minute_long_request_timeout(cluster):
+    assert cluster.kubectl("get", "namespaces", "--request-timeout=60s").returncode == 0
