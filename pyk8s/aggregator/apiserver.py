@@ -20,6 +20,7 @@ from ..api.meta import Object
 from ..api.resources import ResourceTable
 from ..apiserver import discovery as local_discovery
 from ..apiserver.certs import PKI
+from ..apiserver.informers import cached_list, watch_forever
 from ..apiserver.registry.rest import RESTStore
 from ..apiserver.request_info import RequestInfo
 from ..apiserver.service_resolver import ServiceResolver
@@ -29,7 +30,6 @@ from .available_controller import AvailableConditionController
 from .cluster_authentication_trust import ClusterAuthenticationInfo, ClusterAuthenticationTrustController
 from .discovery import DiscoveryManager, aggregated, api_group, api_group_list
 from .handler_proxy import ProxyHandler
-from .informers import cached_list, watch_forever
 from .local_apiservices import builtin_apiservices, crd_apiservices
 from .options import AggregatorOptions
 from .transport import ProxyTransport

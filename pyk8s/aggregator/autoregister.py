@@ -16,11 +16,11 @@ from typing import Any
 from ..api import errors
 from ..api.meta import Object, json_copy
 from ..apiextensions.customresource_handler import system_context
+from ..apiserver.informers import cached, cached_list, watch_forever
 from ..apiserver.registry.rest import DeleteOptions, RESTStore
 from ..client.workqueue import RateLimitingQueue, process_items
 from ..storage.interface import Preconditions
 from . import apiservice as api
-from .informers import cached, cached_list, watch_forever
 
 log = logging.getLogger("pyk8s.aggregator")
 

@@ -21,11 +21,11 @@ import aiohttp
 from ..api import errors
 from ..api.meta import Object
 from ..apiextensions.customresource_handler import system_context
+from ..apiserver.informers import cached, cached_list, watch_forever
 from ..apiserver.registry.rest import RESTStore
 from ..apiserver.service_resolver import ServiceResolver
 from ..client.workqueue import ItemExponentialFailureRateLimiter, RateLimitingQueue, process_items
 from . import apiservice as api
-from .informers import cached, cached_list, watch_forever
 from .transport import DialError, ProxyTransport, check_loopback, describe
 
 log = logging.getLogger("pyk8s.aggregator")

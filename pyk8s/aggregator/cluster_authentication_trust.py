@@ -24,8 +24,8 @@ from cryptography.hazmat.primitives import serialization
 from ..api import errors
 from ..api.meta import Object
 from ..apiextensions.customresource_handler import system_context
+from ..apiserver.informers import watch_forever
 from ..apiserver.registry.rest import RESTStore
-from .informers import watch_forever
 
 log = logging.getLogger("pyk8s.aggregator")
 

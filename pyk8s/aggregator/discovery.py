@@ -23,11 +23,11 @@ import orjson
 from ..api.meta import Object
 from ..api.resources import ResourceTable
 from ..apiserver import discovery as local_discovery
+from ..apiserver.informers import cached_list, watch_forever
 from ..apiserver.registry.rest import RESTStore
 from ..apiserver.service_resolver import ResolveError, ServiceResolver
 from ..client.workqueue import RateLimitingQueue, process_items
 from . import apiservice as api
-from .informers import cached_list, watch_forever
 from .local_apiservices import priorities_of
 from .transport import DialError, ProxyTransport, check_loopback
 

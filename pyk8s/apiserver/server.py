@@ -21,7 +21,6 @@ from urllib.parse import urlsplit
 from aiohttp import web
 
 from ..aggregator.apiserver import APIAggregator
-from ..aggregator.informers import cached
 from ..aggregator.options import AggregatorOptions
 from ..api import errors
 from ..api.meta import Object
@@ -51,6 +50,7 @@ from .filters import ChainConfig, build_middlewares, inflight_limits
 from .handlers import ResourceHandlers
 from .health import HealthChecks, version_info
 from .inflight import InflightLimit
+from .informers import cached
 from .metrics import Gauges, Metrics
 from .negotiation import Output, choose_output, parse_media_types
 from .openapi import OpenAPI

@@ -12,9 +12,9 @@ import logging
 import time
 from collections.abc import Callable
 
-from ...aggregator.informers import cached, watch_forever
 from ...api import errors
 from ...api.meta import Object
+from ..informers import cached, watch_forever
 from ..registry.rest import Context, RESTStore
 from . import UserInfo
 

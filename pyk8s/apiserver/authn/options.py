@@ -23,9 +23,9 @@ from urllib.parse import urlsplit
 import orjson
 from cryptography import x509
 
-from ...aggregator.informers import cached
 from ...api.meta import Object
 from ...storage import Preconditions
+from ..informers import cached
 from ..registry.rest import Context, RESTStore
 from . import Union, UserInfo, X509Authenticator
 from .bearertoken import (

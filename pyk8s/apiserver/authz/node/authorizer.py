@@ -14,7 +14,7 @@ from ....api.errors import go_quote
 from ....api.meta import Object
 from ....storage.interface import DELETED
 from ...authn import UserInfo
-from ...cache_follower import CacheFollower
+from ...informers import CacheFollower
 from ...registry.rest import RESTStore
 from .. import ALLOWED, NO_OPINION, NO_OPINION_DECISION, Attributes, Decision, Rules
 from ..rbac.rules import rules_allow

@@ -23,7 +23,7 @@ from ....api import errors
 from ....api.meta import Object
 from ....storage.interface import DELETED
 from ...authn import AUTHENTICATED_GROUP, UserInfo
-from ...cache_follower import CacheFollower
+from ...informers import CacheFollower
 from ...registry.rest import RESTStore
 from .. import ALLOW, NO_OPINION, NO_OPINION_DECISION, Attributes, Decision, NonResourceRule, ResourceRule, Rules
 from .rules import (

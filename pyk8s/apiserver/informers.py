@@ -1,9 +1,16 @@
-"""An in-memory index kept from the API server's own watch caches, for what must decide within a request
-without awaiting anything (the RBAC and Node authorizers): every event of each store goes to `apply`, and
-`sync()` applies what is queued at once, so a request sees every change the caches already have, whether or not
-the follower's task has run since. A watch that ends (a consumer too slow, whose oldest event the cache dropped;
-a cache that stopped) is started again from the current objects, swapped in after `reset(kind)` with no await in
-between, so no request sees a gap."""
+"""The API server's own informers: what runs inside the API server reads its watch caches directly, as
+upstream's in-process components read shared informers over a loopback client.
+
+- `cached` / `cached_list`: a lister's Get and List, from the watch cache.
+- `watch_forever`: every event of a store to a handler, the current objects first as ADDED, the watch started
+  again whenever it ends (the aggregator's controllers, the legacy token tracking).
+- `CacheFollower`: an in-memory index for what must decide within a request without awaiting anything (the RBAC
+  and Node authorizers): every event of each store goes to `apply`, and `sync()` applies what is queued at once,
+  so a request sees every change the caches already have, whether or not the follower's task has run since. A
+  watch that ends (a consumer too slow, whose oldest event the cache dropped; a cache that stopped) is started
+  again from the current objects, swapped in after `reset(kind)` with no await in between, so no request sees a
+  gap.
+"""
 
 from __future__ import annotations
 
@@ -18,6 +25,33 @@ from .registry.rest import ListOptions, RESTStore
 log = logging.getLogger(__name__)
 
 Apply = Callable[[str, str, Object | None], None]  # (kind, event type, object)
+Handler = Callable[[str, Object], None]
+
+
+async def watch_forever(rest: RESTStore, handle: Handler, what: str, namespace: str = "") -> None:
+    """Hand every event of `rest` (in `namespace`, "" for all) to `handle(type, object)`, for ever."""
+    while True:
+        try:
+            watcher = await rest.watch(namespace, ListOptions())
+            async for ev in watcher:
+                if ev.object is not None:
+                    handle(ev.type, ev.object)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("%s: restarting its watch", what)
+            await asyncio.sleep(1)
+
+
+def cached(rest: RESTStore, namespace: str, name: str) -> Object | None:
+    """An object from the watch cache (upstream: a lister's Get), None when there is none."""
+    entry = rest.cacher.get(rest.key(namespace, name))
+    return entry.obj if entry is not None else None
+
+
+def cached_list(rest: RESTStore, namespace: str = "") -> list[Object]:
+    entries, _ = rest.cacher.list(rest.resource.collection_key(namespace))
+    return [en.obj for en in entries]
 
 
 class CacheFollower:
