@@ -116,6 +116,7 @@ def _apiserver_options(data_dir: Path, **kw: object) -> object:
         disable_plugins=parse_plugin_list(str(kw["disable_admission_plugins"])),
         default_not_ready_toleration_seconds=int(kw["default_not_ready_toleration_seconds"]),  # type: ignore[call-overload]
         default_unreachable_toleration_seconds=int(kw["default_unreachable_toleration_seconds"]),  # type: ignore[call-overload]
+        config_file=str(kw["admission_control_config_file"]),
     )
     aggregator = AggregatorOptions(
         proxy_client_cert_file=str(kw["proxy_client_cert_file"]),
@@ -268,6 +269,11 @@ _server_options = [
     ),
     click.option("--enable-admission-plugins", default="", help="Admission plugins to turn on besides the defaults."),
     click.option("--disable-admission-plugins", default="", help="Admission plugins to turn off (comma-separated)."),
+    click.option(
+        "--admission-control-config-file",
+        default="",
+        help="AdmissionConfiguration file: PodSecurity, ResourceQuota and webhook plugins' configuration.",
+    ),
     click.option(
         "--default-not-ready-toleration-seconds",
         default=300,
@@ -668,8 +674,9 @@ def controller_manager(
     """Run the controllers (kube-controller-manager): garbage collector, namespace controller, node lifecycle,
     taint eviction, node IPAM (with --allocate-node-cidrs), pod garbage collector, Deployment, ReplicaSet,
     ReplicationController, DaemonSet, StatefulSet, Job, CronJob, Disruption, horizontal pod autoscaler,
-    TTL-after-finished, Endpoints, EndpointSlice, ServiceAccount, root CA publisher, PersistentVolume binder, PVC and
-    PV protection, and the simulated local-path provisioner. Serves /healthz, /livez, /readyz and /metrics on its
+    TTL-after-finished, Endpoints, EndpointSlice, ServiceAccount, root CA publisher, ClusterRole aggregation,
+    ResourceQuota, the CertificateSigningRequest approver, signer (with --cluster-signing-cert-file/key-file) and
+    cleaner, PersistentVolume binder, PVC and PV protection, and the simulated local-path provisioner. Serves /healthz, /livez, /readyz and /metrics on its
     secure port (HTTPS, self-signed), as upstream's on 10257."""
     from .client.kubeconfig import ConfigError, load_config
     from .controllers.manager import ControllerManager, enabled_controllers

@@ -8,7 +8,9 @@ disruption budget." with a DisruptionBudget cause saying how many healthy pods i
 budget's status takes the disruption (disruptionsAllowed - 1, the pod in disruptedPods, a conflict restarts the
 check) and the pod is deleted. A pod that is not Ready may go without counting when the budget is met
 (`unhealthyPodEvictionPolicy` IfHealthyBudget) or always (AlwaysAllow). Before deletion the pod gets the
-DisruptionTarget condition (reason EvictionByEvictionAPI).
+DisruptionTarget condition (reason EvictionByEvictionAPI). The request is admitted as a create of the Eviction
+(subresources.py); the pod's condition and deletion are the eviction's own writes and are not admitted again, as
+upstream's are not (`ValidateAllObjectFunc`).
 """
 
 from __future__ import annotations
@@ -140,5 +142,5 @@ async def _delete(pods: RESTStore, namespace: str, name: str, opts: DeleteOption
                                 "message": "Eviction API: evicting"})  # fmt: skip
             return pod
 
-        await pods.update(namespace, name, condition, ctx, subresource="status")
-    await pods.delete(namespace, name, opts, ctx)
+        await pods.update(namespace, name, condition, ctx, subresource="status", admit=False)
+    await pods.delete(namespace, name, opts, ctx, admit=False)

@@ -230,13 +230,14 @@ class APIServer:
         self.connections.abort_all()
         if self.handlers is not None:
             self.handlers.subresources.stopping.set()  # open `pods/log` streams end, as the watches do
-        for t in self._tasks:
-            t.cancel()
-        for t in self._tasks:
-            try:
-                await t
-            except (asyncio.CancelledError, Exception):
-                pass
+        # Cancelled again until they end, as the watch caches' tasks are (see Cacher.stop): a dropped cancel must
+        # not hold the shutdown. A second apart, so that a component's own cleanup on cancel is not cut short.
+        pending = set(self._tasks)
+        while pending:
+            for t in pending:
+                t.cancel()
+            _, pending = await asyncio.wait(pending, timeout=1.0)
+        await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
         for c in list(self.cachers):
             await c.stop()

@@ -1,7 +1,8 @@
 """Subresources other than `status`: `scale` (autoscaling/v1 Scale over a workload's replicas),
 `pods/binding` and the `bindings` resource (assign a pod to a node), `pods/eviction` (a graceful delete),
 `pods/ephemeralcontainers` (the pod, written through registry/pod_ephemeral_containers.py) and
-`namespaces/finalize`, `serviceaccounts/token` (the TokenRequest API, registry/serviceaccount_token.py)
+`namespaces/finalize`, `certificatesigningrequests/approval` (registry/certificates.py), `serviceaccounts/token`
+(the TokenRequest API, registry/serviceaccount_token.py)
 (upstream: the registries' scale, binding, eviction, finalize and token REST objects);
 `pods/log` (`pod_log`) and the streaming ones, exec, attach, portforward and proxy (`pod_connect`)."""
 
@@ -17,6 +18,7 @@ from aiohttp import web
 from ..api import errors
 from ..api.field_manager import FieldManager
 from ..api.meta import Object, json_copy, rfc3339, set_condition
+from ..api.resources import Resource
 from ..api.scale_handler import SCALE_API_VERSION, ScaleHandler
 from ..api.schema import kind_node
 from ..api.types.codec import decoder_for
@@ -25,6 +27,7 @@ from .apply import read_config, validate_patch_options
 from .encoding import decode, read_body, respond, typed_body
 from .eviction import evict
 from .negotiation import APPLY_PATCH_YAML, Output, choose_output
+from .registry.admit import CreateValidation, admit_connect, admit_create
 from .registry.rest import Context
 from .request_info import RequestInfo
 
@@ -92,7 +95,8 @@ class Subresources:
         self.stopping = asyncio.Event()  # set when the server stops: open log streams end
         # serviceaccounts/token: (namespace, name, TokenRequest) -> the answered TokenRequest (set by the server,
         # registry/serviceaccount_token.py); None: not served
-        self.token_request: Callable[[str, str, Object], Awaitable[Object]] | None = None
+        # with validating admission to call (registry/admit.py)
+        self.token_request: Callable[[str, str, Object, CreateValidation | None], Awaitable[Object]] | None = None
 
     async def serve(self, request: web.Request, r: Resolved, ctx: Context) -> web.StreamResponse:
         sub = r.info.subresource
@@ -103,9 +107,10 @@ class Subresources:
         if sub == "eviction":
             return await self.eviction(request, r, ctx)
         if sub == "token" and self.token_request is not None:
-            return await self.token(request, r)
-        if sub == "ephemeralcontainers":
-            # The pod itself, of which a write changes spec.ephemeralContainers only (the pod strategy's).
+            return await self.token(request, r, ctx)
+        if sub in ("ephemeralcontainers", "approval"):
+            # The object itself, of which a write changes only what the strategy lets the subresource change (a
+            # pod's spec.ephemeralContainers, a CertificateSigningRequest's status.conditions).
             if r.info.verb == "get":
                 return await self.handlers.get(request, r)
             if r.info.verb == "update":
@@ -127,16 +132,35 @@ class Subresources:
         from .pod_connect import connect
         from .pod_log import serve_log
 
+        if r.info.subresource != "log":  # exec, attach, portforward: a CONNECT, admitted before any lookup
+            await self.admit_connect(request, r.rest.resource, r.info)
         pod = await r.rest.get(r.info.namespace, r.info.name)
         if r.info.subresource == "log":
             return await serve_log(request, pod, self.get_node, self.stopping)
         return await connect(r.info.subresource, pod, request.query, self.get_node)  # type: ignore[no-any-return]
+
+    async def admit_connect(self, request: web.Request, resource: Resource, info: RequestInfo) -> None:
+        """A CONNECT's checks before it connects (upstream ConnectResource): no dry run, then admission with the
+        connect options as the object."""
+        from .pod_connect import connect_options, proxy_subpath
+
+        if "dryRun" in request.query:
+            raise errors.bad_request("dryRun is not supported")
+        sub = info.subresource
+        subpath = proxy_subpath(info.parts, request.path) if sub == "proxy" else None
+        options = connect_options(resource.plural, sub, request.query, subpath)
+        chain = self.handlers.admission
+        if chain is not None:
+            await admit_connect(chain, resource, sub, info.namespace, info.name, options, request["user"])
 
     async def proxy(self, request: web.Request, info: RequestInfo) -> web.StreamResponse:
         """`pods/<name>/proxy[/path]` and `nodes/<name>/proxy[/path]`: nothing to proxy to on simulated nodes."""
         from .pod_connect import connect, node_proxy
 
         h = self.handlers
+        resource = h.table.get("", "v1", info.resource)
+        assert resource is not None
+        await self.admit_connect(request, resource, info)
         if info.resource == "nodes":
             await self.get_node(info.name)
             raise node_proxy(info.name)
@@ -238,15 +262,29 @@ class Subresources:
         elif not name:
             raise errors.bad_request("Name parameter required.")
         pods = self.handlers.store_for(self.handlers.table.get("", "v1", "pods"))  # type: ignore[arg-type]
-        return await bind_pod(pods, info.namespace, name, binding, self.handlers._context(request, ctx))
+        c = self.handlers._context(request, ctx)
+        chain = self.handlers.admission
+        validate = None
+        if chain is not None:  # a create of the Binding: pods/binding, or the `bindings` resource
+            resource = pods.resource if info.subresource else self.handlers.table.get("", "v1", "bindings")
+            assert resource is not None
+            binding, validate = await admit_create(chain, resource, info.subresource, info.namespace, name,
+                                                   binding, c)  # fmt: skip
+        return await bind_pod(pods, info.namespace, name, binding, c, validate)
 
-    async def token(self, request: web.Request, r: Resolved) -> web.Response:
-        """`serviceaccounts/<name>/token`: a TokenRequest, answered with its token."""
+    async def token(self, request: web.Request, r: Resolved, ctx: Context) -> web.Response:
+        """`serviceaccounts/<name>/token`: a TokenRequest, admitted as a create of the subresource, answered with
+        its token."""
         assert self.token_request is not None
         raw, _ = decode(await read_body(request), request.headers.get("Content-Type"), kind="TokenRequest")
         req = typed_body(raw, _TOKEN_REQUEST, "TokenRequest")
         req["apiVersion"], req["kind"] = "authentication.k8s.io/v1", "TokenRequest"
-        answer = await self.token_request(r.info.namespace, r.info.name, req)
+        chain = self.handlers.admission
+        validate = None
+        if chain is not None:
+            c = self.handlers._context(request, ctx)
+            req, validate = await admit_create(chain, r.rest.resource, "token", r.info.namespace, r.info.name, req, c)
+        answer = await self.token_request(r.info.namespace, r.info.name, req, validate)
         from .handlers import _has_protobuf  # handlers imports this module
 
         out = choose_output(
@@ -267,9 +305,16 @@ class Subresources:
         c = self.handlers._context(request, ctx)
         if opts.dry_run and not c.dry_run:
             c = dataclasses.replace(c, dry_run=True)  # the store's writes follow the context's dry run
+        chain = self.handlers.admission
+        if chain is not None:
+            # A create of the Eviction (both phases, as upstream's create handler and EvictionREST); the pod's
+            # condition and deletion that follow are the eviction's own writes, not admitted again.
+            raw, validate = await admit_create(chain, r.rest.resource, "eviction", r.info.namespace, r.info.name,
+                                               raw, c)  # fmt: skip
+            await validate(raw)
         pdbs = self.handlers.stores.get(("policy/v1", "poddisruptionbudgets"))
         if pdbs is None:
-            await r.rest.delete(r.info.namespace, r.info.name, opts, c)
+            await r.rest.delete(r.info.namespace, r.info.name, opts, c, admit=False)
         else:
             await evict(r.rest, pdbs, r.info.namespace, r.info.name, opts, c)
         return respond(
@@ -279,8 +324,11 @@ class Subresources:
         )
 
 
-async def bind_pod(pods: Any, namespace: str, name: str, binding: Any, ctx: Context) -> web.Response:
-    """Assign a pod to the node a Binding (read into its type) names (upstream: the pod registry's BindingREST)."""
+async def bind_pod(
+    pods: Any, namespace: str, name: str, binding: Any, ctx: Context, validate: CreateValidation | None = None
+) -> web.Response:
+    """Assign a pod to the node a Binding (read into its type) names (upstream: the pod registry's BindingREST);
+    `validate` is the Binding's validating admission, called once the Binding is found valid."""
     target = binding.get("target") or {}
     node = target.get("name", "")
     if not node:
@@ -289,6 +337,8 @@ async def bind_pod(pods: Any, namespace: str, name: str, binding: Any, ctx: Cont
         raise errors.invalid_object(
             "Binding", name, [errors.not_supported("target.kind", target["kind"], ["Node", "<empty>"])]
         )
+    if validate is not None:
+        await validate(binding)
     annotations = (binding.get("metadata") or {}).get("annotations") or {}
 
     async def assign(pod: Object | None) -> Object:
@@ -314,7 +364,8 @@ async def bind_pod(pods: Any, namespace: str, name: str, binding: Any, ctx: Cont
     pre = None
     if md.get("uid") or md.get("resourceVersion"):
         pre = Preconditions(uid=md.get("uid") or None, resource_version=md.get("resourceVersion") or None)
-    await pods.update(namespace, name, assign, ctx, subresource="binding", preconditions=pre, from_watch_cache=True)
+    await pods.update(namespace, name, assign, ctx, subresource="binding", preconditions=pre, from_watch_cache=True,
+                      admit=False)  # fmt: skip
     return respond(
         {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}, Output(), 201
     )

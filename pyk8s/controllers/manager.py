@@ -22,7 +22,13 @@ from ..client.rest import RESTClient
 from ..client.workqueue import WORKQUEUE_REGISTRY
 from ..component_server import ComponentServer
 from ..gc_policy import freeze_long_lived
-from .certificates import RootCACertPublisher
+from .certificates import (
+    CSRApprovingController,
+    CSRCleanerController,
+    CSRSigningController,
+    RootCACertPublisher,
+    signer_files,
+)
 from .clientbuilder import ControllerClientBuilder
 from .clusterroleaggregation import ClusterRoleAggregationController
 from .cronjob import CronJobController
@@ -112,6 +118,9 @@ def new_controller_initializers() -> dict[str, Initializer]:
             max_endpoints_per_slice=o.get("max_endpoints_per_slice", 100),
         ),
         "root-ca-certificate-publisher-controller": _root_ca_publisher,
+        "certificatesigningrequest-signing-controller": _csr_signing,
+        "certificatesigningrequest-approving-controller": lambda c, f, o: CSRApprovingController(c, f),
+        "certificatesigningrequest-cleaner-controller": lambda c, f, o: CSRCleanerController(c, f),
         "persistentvolume-binder-controller": lambda c, f, o: PersistentVolumeController(
             c, f, sync_period=o.get("pvclaimbinder_sync_period", 15.0)
         ),
@@ -161,6 +170,15 @@ def _root_ca_publisher(c: RESTClient, f: SharedInformerFactory, o: dict[str, Any
     return RootCACertPublisher(c, f, ca)
 
 
+def _csr_signing(c: RESTClient, f: SharedInformerFactory, o: dict[str, Any]) -> CSRSigningController | None:
+    # As upstream: without a CA (--cluster-signing-*-file) the signer is not started (and not an error).
+    files = signer_files(o)
+    if files is None:
+        log.info("controller-manager: skipping CSR signer controller because no csr cert/key was specified")
+        return None
+    return CSRSigningController(c, f, files, cert_ttl=o.get("cluster_signing_duration", 365 * 24 * 3600.0))
+
+
 def _node_ipam(c: RESTClient, f: SharedInformerFactory, o: dict[str, Any]) -> NodeIpamController | None:
     # As upstream: without --allocate-node-cidrs the controller is not started (and not an error).
     if not o.get("allocate_node_cidrs"):
@@ -193,6 +211,9 @@ ALIASES = {
     "endpoint": "endpoints-controller",
     "endpointslice": "endpointslice-controller",
     "root-ca-cert-publisher": "root-ca-certificate-publisher-controller",
+    "csrsigning": "certificatesigningrequest-signing-controller",
+    "csrapproving": "certificatesigningrequest-approving-controller",
+    "csrcleaner": "certificatesigningrequest-cleaner-controller",
     "persistentvolume-binder": "persistentvolume-binder-controller",
     "pvc-protection": "persistentvolumeclaim-protection-controller",
     "pv-protection": "persistentvolume-protection-controller",

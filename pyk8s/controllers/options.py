@@ -1,8 +1,8 @@
 """The controller manager's flags, named and defaulted as kube-controller-manager v1.32's
 (cmd/kube-controller-manager/app/options: the workers of each controller, `--concurrent_rc_syncs` with upstream's
 underscores, hpacontroller.go, nodelifecyclecontroller.go, nodeipamcontroller.go, podgccontroller.go,
-endpointslicecontroller.go, and the shared --allocate-node-cidrs / --cluster-cidr), turned into the options the
-controller initializers read.
+endpointslicecontroller.go, csrsigningcontroller.go, and the shared --allocate-node-cidrs / --cluster-cidr), turned
+into the options the controller initializers read.
 """
 
 from __future__ import annotations
@@ -52,6 +52,27 @@ _OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
                    "Each controller uses its own service account's credentials (kube-system/<controller>)."),
     click.option("--root-ca-file", default="",
                  help="CA bundle published in every namespace as kube-root-ca.crt (default: the kubeconfig's CA)."),
+    click.option("--cluster-signing-cert-file", default="",
+                 help="PEM CA certificate the CSR signer issues cluster-scoped certificates with."),
+    click.option("--cluster-signing-key-file", default="", help="PEM private key of --cluster-signing-cert-file."),
+    click.option("--cluster-signing-kubelet-serving-cert-file", default="",
+                 help="CA certificate for kubernetes.io/kubelet-serving (not with --cluster-signing-cert-file)."),
+    click.option("--cluster-signing-kubelet-serving-key-file", default="",
+                 help="Its key (--cluster-signing-kubelet-serving-cert-file)."),
+    click.option("--cluster-signing-kubelet-client-cert-file", default="",
+                 help="CA certificate for kubernetes.io/kube-apiserver-client-kubelet."),
+    click.option("--cluster-signing-kubelet-client-key-file", default="",
+                 help="Its key (--cluster-signing-kubelet-client-cert-file)."),
+    click.option("--cluster-signing-kube-apiserver-client-cert-file", default="",
+                 help="CA certificate for kubernetes.io/kube-apiserver-client."),
+    click.option("--cluster-signing-kube-apiserver-client-key-file", default="",
+                 help="Its key (--cluster-signing-kube-apiserver-client-cert-file)."),
+    click.option("--cluster-signing-legacy-unknown-cert-file", default="",
+                 help="CA certificate for kubernetes.io/legacy-unknown."),
+    click.option("--cluster-signing-legacy-unknown-key-file", default="",
+                 help="Its key (--cluster-signing-legacy-unknown-cert-file)."),
+    click.option("--cluster-signing-duration", default="8760h0m0s", show_default=True,
+                 help="The longest a signed certificate lasts (a CSR's expirationSeconds may ask for less)."),
     click.option("--node-monitor-period", default="5s", show_default=True,
                  help="How often the node lifecycle controller checks node health."),
     click.option("--node-monitor-grace-period", default="50s", show_default=True,
@@ -86,12 +107,18 @@ _PLAIN = (
     "concurrent_ttl_after_finished_syncs",
     "concurrent_endpoint_syncs", "concurrent_service_endpoint_syncs", "max_endpoints_per_slice",
     "root_ca_file", "use_service_account_credentials",
+    "cluster_signing_cert_file", "cluster_signing_key_file",
+    "cluster_signing_kubelet_serving_cert_file", "cluster_signing_kubelet_serving_key_file",
+    "cluster_signing_kubelet_client_cert_file", "cluster_signing_kubelet_client_key_file",
+    "cluster_signing_kube_apiserver_client_cert_file", "cluster_signing_kube_apiserver_client_key_file",
+    "cluster_signing_legacy_unknown_cert_file", "cluster_signing_legacy_unknown_key_file",
 )  # fmt: skip
 
 # Go durations, passed on in seconds.
 _DURATIONS = (
     "horizontal_pod_autoscaler_sync_period", "horizontal_pod_autoscaler_downscale_stabilization",
     "horizontal_pod_autoscaler_cpu_initialization_period", "horizontal_pod_autoscaler_initial_readiness_delay",
+    "cluster_signing_duration",
 )  # fmt: skip
 
 KEYS = (
@@ -113,6 +140,9 @@ def controller_settings(kw: dict[str, Any], parse_duration: Callable[[str], floa
     out = {k: kw.pop(k) for k in _PLAIN}
     out.update({k: parse_duration(str(kw.pop(k))) for k in _DURATIONS})
     out["pvclaimbinder_sync_period"] = parse_duration(str(kw.pop("pvclaimbinder_sync_period")))
+    from .certificates.signer import check_signer_files
+
+    check_signer_files(out)  # contradicting CA flags and unusable CA files fail here, before anything starts
     out.update(node_controller_settings(kw, parse_duration))
     return out
 

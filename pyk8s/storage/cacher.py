@@ -314,8 +314,13 @@ class Cacher:
     async def stop(self) -> None:
         self._stopped = True
         tasks = [t for t in (self._task, self._bookmark_task, self._progress_task) if t is not None]
-        for t in tasks:
-            t.cancel()
+        # Cancelled again until they end: on 3.11 a storage watch's wait_for drops a cancel that lands as a
+        # write wakes it (CPython gh-86296), and one cancel would leave stop() waiting for good.
+        pending = set(tasks)
+        while pending:
+            for t in pending:
+                t.cancel()
+            _, pending = await asyncio.wait(pending, timeout=0.1)
         await asyncio.gather(*tasks, return_exceptions=True)
         for w in list(self._watchers):
             w.stop()

@@ -103,7 +103,10 @@ class SqliteWatch:
                 await self._wake.wait()
                 continue
             try:
-                await asyncio.wait_for(self._wake.wait(), self._progress_interval)
+                # asyncio.timeout, not wait_for: on 3.11 wait_for drops a cancel that arrives as the event is set
+                # (CPython gh-86296), and a watch stopped just as a write woke it then never ended.
+                async with asyncio.timeout(self._progress_interval):
+                    await self._wake.wait()
             except TimeoutError:
                 if self.live and not self.buffer and not self._stopped and self._error is None:
                     # Everything up to the store's revision has been delivered: say so.

@@ -124,10 +124,7 @@ class NodeRestriction:
         self.host = host  # the API server: its stores give the pods and nodes this plugin looks up
 
     async def validate(self, a: Attributes) -> None:
-        # Upstream checks in its mutating phase, which its DELETE runs too; pyk8s's registry runs only the
-        # validating phase for a delete, so deletes are checked here.
-        if a.operation == DELETE:
-            await self.admit(a)
+        return None  # a mutating plugin only, as upstream's (its DELETE checks run in the mutating phase)
 
     async def admit(self, a: Attributes) -> None:
         if a.operation not in (CREATE, UPDATE, DELETE):

@@ -17,6 +17,7 @@ from typing import Any
 from ...api.meta import Object
 from . import Chain, Plugin
 from .certificates import CertificateApproval, CertificateSigning, CertificateSubjectRestriction
+from .config import ConfigError, PluginConfigs, load_plugin_configs
 from .default_ingress_class import DefaultIngressClass
 from .default_storage_class import DefaultStorageClass
 from .default_toleration_seconds import DEFAULT_SECONDS, DefaultTolerationSeconds
@@ -73,15 +74,25 @@ class AdmissionOptions:
     disable_plugins: tuple[str, ...] = ()
     default_not_ready_toleration_seconds: int = DEFAULT_SECONDS
     default_unreachable_toleration_seconds: int = DEFAULT_SECONDS
+    config_file: str = ""  # --admission-control-config-file (config.py)
 
     def validate(self) -> list[str]:
-        """Upstream's AdmissionOptions.Validate messages."""
+        """Upstream's AdmissionOptions.Validate messages, then what is wrong with the configuration file."""
         errs = [f'enable-admission-plugins plugin "{n}" is unknown' for n in self.enable_plugins if n not in _KNOWN]
         errs += [f'disable-admission-plugins plugin "{n}" is unknown' for n in self.disable_plugins if n not in _KNOWN]
         both = sorted(set(self.enable_plugins) & set(self.disable_plugins))
         if both:
             errs.append(f"{both} in enable-admission-plugins and disable-admission-plugins overlapped")
+        if not errs and self.config_file:
+            try:
+                self.plugin_configs()
+            except ConfigError as err:
+                errs.append(str(err))
         return errs
+
+    def plugin_configs(self) -> PluginConfigs:
+        """The enabled plugins' configurations from `config_file`; a ConfigError says what is wrong."""
+        return load_plugin_configs(self.config_file, self.enabled())
 
     def enabled(self) -> list[str]:
         """The plugins that run, in upstream's order."""
@@ -90,6 +101,13 @@ class AdmissionOptions:
 
 
 _KNOWN = frozenset(ALL_ORDERED_PLUGINS)
+
+
+def _with_kubeconfig(plugin: Any, configs: PluginConfigs) -> Any:
+    """A webhook plugin with its WebhookAdmissionConfiguration (`webhook_admission`: the kubeconfig file and its
+    users, the credentials for calling webhooks), kept for the webhook client; None when not configured."""
+    plugin.webhook_admission = configs.webhooks.get(plugin.name)
+    return plugin
 
 
 def parse_plugin_list(text: str) -> tuple[str, ...]:
@@ -107,6 +125,7 @@ def build_chain(
     problems = options.validate()
     if problems:
         raise ValueError("; ".join(problems))
+    configs = options.plugin_configs()
     factories: dict[str, Callable[[], Plugin]] = {
         "NamespaceLifecycle": lambda: NamespaceLifecycle(get_namespace),
         "TaintNodesByCondition": TaintNodesByCondition,
@@ -119,17 +138,17 @@ def build_chain(
             lambda: list_cached("networking.k8s.io/v1", "ingressclasses")
         ),
         "CertificateSubjectRestriction": CertificateSubjectRestriction,
-        "PodSecurity": lambda: PodSecurity(get_namespace, host),
+        "PodSecurity": lambda: PodSecurity(get_namespace, host, configs.pod_security),
     }
     if host is not None:
         factories["ValidatingAdmissionPolicy"] = lambda: ValidatingAdmissionPolicy(host)
-        factories["MutatingAdmissionWebhook"] = lambda: MutatingAdmissionWebhook(host)
-        factories["ValidatingAdmissionWebhook"] = lambda: ValidatingAdmissionWebhook(host)
+        factories["MutatingAdmissionWebhook"] = lambda: _with_kubeconfig(MutatingAdmissionWebhook(host), configs)
+        factories["ValidatingAdmissionWebhook"] = lambda: _with_kubeconfig(ValidatingAdmissionWebhook(host), configs)
         factories["LimitRanger"] = lambda: LimitRanger(host)
         factories["ServiceAccount"] = lambda: ServiceAccount(host)
         factories["Priority"] = lambda: Priority(host)
         factories["RuntimeClass"] = lambda: RuntimeClass(host)
-        factories["ResourceQuota"] = lambda: ResourceQuota(host)
+        factories["ResourceQuota"] = lambda: ResourceQuota(host, config=configs.resource_quota)
         factories["CertificateApproval"] = lambda: CertificateApproval(host)
         factories["CertificateSigning"] = lambda: CertificateSigning(host)
         factories["NodeRestriction"] = lambda: NodeRestriction(host)

@@ -36,5 +36,6 @@ from ...aggregator import registry as _apiservices  # noqa: E402, F401 -- APISer
 from ...apiextensions import crd_strategy  # noqa: E402, F401 -- CustomResourceDefinitions' strategy
 from . import admissionregistration as _webhooks  # noqa: E402, F401 -- admission webhook configurations
 from . import apps, autoscaling, batch, core, networking, policy, rbac, scheduling, storage_classes  # noqa: E402, F401
+from . import certificates as _certificates  # noqa: E402, F401 -- CertificateSigningRequests
 from . import limit_range as _limit_range  # noqa: E402, F401 -- LimitRanges' defaulting and validation
 from . import validating_admission_policy as _vap  # noqa: E402, F401 -- admission policies and their bindings

@@ -44,8 +44,9 @@ from ...storage import (
 from ...storage.cacher import Cacher, CacheWatcher, Predicate
 from ...storage.continue_token import decode_continue, encode_continue
 from ...storage.keys import key_after
-from ..admission import CREATE, DELETE, UPDATE, Attributes, Chain
+from ..admission import CREATE, UPDATE, Attributes, Chain
 from ..authn import UserInfo
+from .admit import admit_delete
 from .strategy import (
     FINALIZER_FOREGROUND,
     FINALIZER_ORPHAN,
@@ -98,6 +99,9 @@ class Context:
     field_manager: str = ""
     #: the write is a server-side apply, whose managedFields the apply itself has set
     applied: bool = False
+    #: validating admission of a kind that is only created (an access review), for its handler to call where
+    #: upstream's REST object calls createValidation (registry/admit.py)
+    create_validation: Callable[[Object], Awaitable[None]] | None = None
 
 
 Updater = Callable[[Object | None], Awaitable[Object]]
@@ -465,12 +469,14 @@ class RESTStore:
 
     # -- create ----------------------------------------------------------------------------------------
 
-    async def prepare_create(self, namespace: str, obj: Object, ctx: Context | None = None) -> Object:
+    async def prepare_create(
+        self, namespace: str, obj: Object, ctx: Context | None = None, user: UserInfo | None = None
+    ) -> Object:
         """Everything upstream's BeforeCreate does, short of admission and storage. With `ctx`, the write's
         field manager is recorded once the object has its defaults, before the strategy and admission change
         it (upstream's create handler runs the field manager on the decoded, defaulted object): it owns what
         the client sent and what defaulting filled in, not what the server sets later (a pod's phase and QoS
-        class, an admission plugin's priority or tolerations)."""
+        class, an admission plugin's priority or tolerations). `user` is who creates it when `ctx` is not given."""
         md = meta.metadata(obj)
         if self.resource.namespaced:
             ns = md.get("namespace") or ""
@@ -488,6 +494,9 @@ class RESTStore:
             self._record_create(obj, ctx)
         self.strategy.admission_defaults(obj)
         self.strategy.prepare_for_create(obj)
+        requester = ctx.user if ctx is not None else user
+        if requester is not None:
+            self.strategy.prepare_for_create_by(obj, requester)
         if not md.get("name") and md.get("generateName"):
             md["name"] = meta.generate_name(md["generateName"])
         md["uid"] = meta.new_uid()
@@ -571,6 +580,7 @@ class RESTStore:
         force_allow_create: bool = False,
         preconditions: Preconditions | None = None,
         from_watch_cache: bool = False,
+        admit: bool = True,
     ) -> tuple[Object, bool]:
         """Apply `updater` to the current object and store the result; returns (object, created).
 
@@ -578,7 +588,9 @@ class RESTStore:
         it runs again if the object changed underneath (so a patch is re-applied to the latest state).
         `preconditions` (uid, resourceVersion) must hold on the stored object. With `from_watch_cache` the
         first attempt starts from the watch cache's copy instead of reading storage (upstream's
-        GuaranteedUpdate with a cached object); a stale copy only costs a retry on the stored state.
+        GuaranteedUpdate with a cached object); a stale copy only costs a retry on the stored state. Without
+        `admit`, no admission: a write a REST object makes on the caller's behalf after admitting the request
+        itself (a Binding's pod, an Eviction's DisruptionTarget condition).
         """
         key = self.key(namespace, name)
         created = False
@@ -600,7 +612,7 @@ class RESTStore:
             if existing is None:
                 if subresource or not (self.strategy.allow_create_on_update or force_allow_create):
                     raise self.not_found(name)
-                new = await self.prepare_create(namespace, new)
+                new = await self.prepare_create(namespace, new, user=ctx.user)
                 attrs = Attributes(
                     CREATE, self.resource, subresource, namespace, name, new, None, ctx.user, ctx.dry_run
                 )
@@ -611,11 +623,13 @@ class RESTStore:
                 attrs = Attributes(
                     UPDATE, self.resource, subresource, namespace, name, new, existing, ctx.user, ctx.dry_run
                 )
-            await self.admission.admit(attrs)
+            if admit:
+                await self.admission.admit(attrs)
             new = attrs.object or new
             if self.before_write is not None and not subresource:
                 await self.before_write(attrs.operation, namespace, name, new, existing, ctx)
-            await self.admission.validate(attrs)
+            if admit:
+                await self.admission.validate(attrs)
             if subresource != "binding":
                 # Upstream's binding writes the pod straight to storage: its field manager tracks the Binding,
                 # which is not stored, so the pod's managedFields do not change.
@@ -697,6 +711,9 @@ class RESTStore:
             errs = validate_object_meta_update(md, old_md) + self.strategy.validate_ephemeral_containers_update(
                 new, old
             )
+        elif subresource == "approval":
+            self.strategy.prepare_for_approval_update(new, old)
+            errs = validate_object_meta_update(md, old_md) + self.strategy.validate_approval_update(new, old)
         elif subresource == "finalize":
             self.strategy.prepare_for_finalize(new, old)
             errs = validate_object_meta_update(md, old_md)
@@ -717,8 +734,12 @@ class RESTStore:
 
     # -- delete ----------------------------------------------------------------------------------------
 
-    async def delete(self, namespace: str, name: str, opts: DeleteOptions, ctx: Context) -> tuple[Object, bool]:
-        """Delete, or mark for deletion; returns (object, whether it is gone)."""
+    async def delete(
+        self, namespace: str, name: str, opts: DeleteOptions, ctx: Context, *, admit: bool = True
+    ) -> tuple[Object, bool]:
+        """Delete, or mark for deletion; returns (object, whether it is gone). Admission (DELETE, both phases)
+        sees the stored object, unless `admit` is off: a REST object deleting on the caller's behalf after its own
+        admission (an Eviction), as upstream's with ValidateAllObjectFunc."""
         key = self.key(namespace, name)
         try:
             obj = await self.store.get(key)
@@ -727,8 +748,8 @@ class RESTStore:
         if opts.grace_period_seconds is not None and opts.grace_period_seconds < 0:
             raise self.invalid(name, [errors.invalid("gracePeriodSeconds", opts.grace_period_seconds, "must be >= 0")])
         self._check_delete_preconditions(obj, opts)
-        attrs = Attributes(DELETE, self.resource, "", namespace, name, None, obj, ctx.user, ctx.dry_run)
-        await self.admission.validate(attrs)
+        if admit:
+            await admit_delete(self.admission, self.resource, namespace, name, obj, opts, ctx)
 
         grace = self.strategy.graceful_deletion_seconds(obj, opts.grace_period_seconds)
         finalizers = self._finalizers_for_deletion(obj, opts)
@@ -744,7 +765,7 @@ class RESTStore:
             )
         except ConflictError:
             # Changed since we looked: start over on the current state.
-            return await self.delete(namespace, name, opts, ctx)
+            return await self.delete(namespace, name, opts, ctx, admit=admit)
         except KeyNotFoundError:
             raise self.not_found(name) from None
         return gone, True

@@ -15,6 +15,7 @@ from ..authn.claims import EXPIRATION_EXTENSION_SECONDS, WARN_ONLY_BOUND_TOKEN_E
 from ..authn.options import Authentication
 from ..authn.serviceaccount import ISSUED_CREDENTIAL_ID_ANNOTATION, credential_id_for_jti
 from ..warning import add_audit_annotation, add_warning
+from .admit import CreateValidation
 from .rest import RESTStore
 
 GROUP = "authentication.k8s.io"
@@ -49,8 +50,10 @@ class TokenREST:
         self.rest = rest
         self.authentication = authentication
 
-    async def create(self, namespace: str, name: str, req: Object) -> Object:
-        """The TokenRequest answered: `req` with its metadata filled in and status.token set."""
+    async def create(self, namespace: str, name: str, req: Object, validate: CreateValidation | None = None) -> Object:
+        """The TokenRequest answered: `req` with its metadata filled in and status.token set. `validate` is
+        validating admission, called once the request is defaulted and valid, before the bound object is looked
+        up (upstream's createValidation)."""
         md = req.setdefault("metadata", {})
         if md.get("name") and md["name"] != name:
             raise errors.invalid_object(KIND, name, [errors.invalid("metadata.name", md["name"],
@@ -73,6 +76,8 @@ class TokenREST:
         errs = validate_token_request(req)
         if errs:
             raise errors.invalid_object(KIND, "", errs, GROUP)
+        if validate is not None:
+            await validate(req)
 
         pod = node = secret = None
         ref = spec.get("boundObjectRef")

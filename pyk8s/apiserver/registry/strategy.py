@@ -16,6 +16,7 @@ from ...api import validation as v
 from ...api.errors import FieldError
 from ...api.meta import Object, json_copy
 from ...api.resources import Resource
+from ..authn import UserInfo
 
 FIELD_IMMUTABLE = "field is immutable"
 FINALIZER_ORPHAN = "orphan"
@@ -258,6 +259,16 @@ class Strategy:
         """Only pods have an ephemeralcontainers subresource (the pod strategy overrides this)."""
 
     def validate_ephemeral_containers_update(self, new: Object, old: Object) -> list[FieldError]:
+        return []
+
+    def prepare_for_create_by(self, obj: Object, user: UserInfo) -> None:
+        """What a kind records of who creates it, after prepare_for_create (a CertificateSigningRequest's
+        requester; upstream reads the user from the request context in PrepareForCreate)."""
+
+    def prepare_for_approval_update(self, new: Object, old: Object) -> None:
+        """Only CertificateSigningRequests have an approval subresource (their strategy overrides this)."""
+
+    def validate_approval_update(self, new: Object, old: Object) -> list[FieldError]:
         return []
 
     def prepare_for_finalize(self, new: Object, old: Object) -> None:

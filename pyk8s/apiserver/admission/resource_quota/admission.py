@@ -6,7 +6,8 @@ for the last unit cannot both have it.
 One namespace's writes are checked one at a time (upstream batches them per namespace on a work queue); a
 status write that loses to another writer (the resource quota controller) is retried on the stored quota up to
 three times. A quota whose `status` the controller has not filled in yet refuses what it covers ("status
-unknown"), as upstream's does.
+unknown"), as upstream's does. With `limitedResources` configured (config.py), what they name is refused in a
+namespace whose quotas do not cover it. Subresources are never looked at, as upstream's plugin ignores them.
 """
 
 from __future__ import annotations
@@ -20,7 +21,15 @@ from ...authn import UserInfo
 from .. import CREATE, UPDATE, Attributes, reads
 from ..errors import new_forbidden
 from . import resources as rq
-from .evaluators import IGNORED_RESOURCES, Evaluator, Registry, matches
+from .config import (
+    LimitedResource,
+    ResourceQuotaConfiguration,
+    go_scopes,
+    limited_by_default,
+    limited_scopes,
+    uncovered_scopes,
+)
+from .evaluators import IGNORED_RESOURCES, Evaluator, Registry, ScopeSelector, matches, matching_scopes, scope_selectors
 
 QUOTA_GV, QUOTAS = "v1", "resourcequotas"
 EVALUATION_TIMEOUT = 10.0
@@ -44,14 +53,24 @@ def _name(obj: Object) -> str:
     return str((obj.get("metadata") or {}).get("name") or "")
 
 
-def check_request(quotas: list[Object], a: Attributes, evaluator: Evaluator) -> list[Object]:
-    """The quotas with the request's usage added, or a Forbidden (upstream: CheckRequest, without the
-    LimitedResources configuration pyk8s does not read)."""
+def check_request(
+    quotas: list[Object], a: Attributes, evaluator: Evaluator, limited: tuple[LimitedResource, ...] = ()
+) -> list[Object]:
+    """The quotas with the request's usage added, or a Forbidden (upstream: CheckRequest); `limited` is the
+    configuration's limitedResources, which must be covered by some quota even when the namespace has none."""
     if not evaluator.handles(a.operation, a.subresource) or a.object is None:
         return quotas
     obj = a.object
+    scopes_limited = limited_scopes(evaluator, obj, limited)
+    names_limited: set[str] = set()
+    mine = [lr for lr in limited if (lr.api_group, lr.resource) == (a.resource.group, a.resource.plural)]
+    if mine:
+        names_limited = set(limited_by_default(evaluator.usage(obj), mine))
     interesting: list[int] = []
+    covered: set[str] = set()
+    scopes_covered: list[ScopeSelector] = []
     for i, quota in enumerate(quotas):
+        scopes_covered += matching_scopes(evaluator, obj, scope_selectors(quota))
         if not matches(evaluator, quota, obj):
             continue
         status = quota.get("status") or {}
@@ -66,6 +85,7 @@ def check_request(quotas: list[Object], a: Attributes, evaluator: Evaluator) -> 
                 a, f"status unknown for quota: {_name(quota)}, resources: {rq.pretty_print_names(restricted)}"
             )
         interesting.append(i)
+        covered.update(restricted)
     delta = evaluator.usage(obj)
     negative = rq.is_negative(delta)
     if negative:
@@ -76,7 +96,15 @@ def check_request(quotas: list[Object], a: Attributes, evaluator: Evaluator) -> 
         if (a.old_object.get("metadata") or {}).get("resourceVersion"):
             delta = rq.subtract_with_non_negative_result(delta, evaluator.usage(a.old_object))
     delta = rq.remove_zeros(delta)
-    if not delta or not interesting:
+    if not delta:
+        return quotas
+    uncovered = names_limited - covered
+    if uncovered:
+        raise new_forbidden(a, f"insufficient quota to consume: {','.join(sorted(uncovered))}")
+    scopes_uncovered = uncovered_scopes(scopes_limited, scopes_covered)
+    if scopes_uncovered:  # a plain error upstream, which its handler answers as a 500 without a reason
+        raise errors.StatusError(500, "", f"insufficient quota to match these scopes: {go_scopes(scopes_uncovered)}")
+    if not interesting:
         return quotas
     out = list(quotas)
     for i in interesting:
@@ -100,9 +128,10 @@ def check_request(quotas: list[Object], a: Attributes, evaluator: Evaluator) -> 
 class ResourceQuota:
     name = "ResourceQuota"
 
-    def __init__(self, host: Any, *, registry: Registry | None = None,
-                 timeout: float = EVALUATION_TIMEOUT) -> None:  # fmt: skip
+    def __init__(self, host: Any, *, registry: Registry | None = None, timeout: float = EVALUATION_TIMEOUT,
+                 config: ResourceQuotaConfiguration | None = None) -> None:  # fmt: skip
         self.host = host
+        self.limited = (config or ResourceQuotaConfiguration()).limited_resources
         self.registry = registry or Registry()
         self.timeout = timeout
         self._locks: dict[str, asyncio.Lock] = {}
@@ -113,6 +142,8 @@ class ResourceQuota:
         return None
 
     async def validate(self, a: Attributes) -> None:
+        if a.subresource:
+            return  # upstream's plugin ignores every subresource (an eviction, a status write)
         if not a.namespace or (a.operation == CREATE and a.resource.group == "" and a.resource.plural == "namespaces"):
             return
         if (a.resource.group, a.resource.plural) in IGNORED_RESOURCES:
@@ -120,7 +151,7 @@ class ResourceQuota:
         evaluator = self.registry.get(a.resource.group, a.resource.plural)
         if not evaluator.handles(a.operation, a.subresource) or a.object is None:
             return
-        if not await self._quotas(a.namespace):
+        if not self.limited and not await self._quotas(a.namespace):
             return  # the common case, without taking the namespace's turn
         try:
             await asyncio.wait_for(self._evaluate(a, evaluator), self.timeout)
@@ -131,7 +162,7 @@ class ResourceQuota:
         lock = self._locks.setdefault(a.namespace, asyncio.Lock())
         async with lock:
             quotas = await self._quotas(a.namespace)
-            if quotas:
+            if quotas or self.limited:  # limited resources are refused where no quota covers them
                 await self._check_quotas(quotas, a, evaluator, STATUS_RETRIES)
 
     async def _quotas(self, namespace: str) -> list[Object]:
@@ -156,7 +187,7 @@ class ResourceQuota:
         return out
 
     async def _check_quotas(self, quotas: list[Object], a: Attributes, evaluator: Evaluator, retries: int) -> None:
-        new = check_request(quotas, a, evaluator)
+        new = check_request(quotas, a, evaluator, self.limited)
         if a.dry_run:
             return
         changed = [q for old, q in zip(quotas, new, strict=True)

@@ -93,6 +93,14 @@ def with_type_meta(obj: Object | None, r: Resource) -> Object | None:
     return {"apiVersion": r.api_version, "kind": r.kind, **{k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}}  # fmt: skip
 
 
+def _with_kind(obj: Object | None, gvk: GVK) -> Object | None:
+    """`obj` with apiVersion and kind set when it lacks them (options objects built from a query have none)."""
+    if obj is None or (obj.get("apiVersion") and obj.get("kind")):
+        return obj
+    api_version = f"{gvk.group}/{gvk.version}" if gvk.group else gvk.version
+    return {"apiVersion": api_version, "kind": gvk.kind, **obj}
+
+
 class Webhook:
     """The generic webhook plugin: its source of webhooks and the decisions both plugins make the same way."""
 
@@ -293,11 +301,19 @@ class Versioner:
             if found is not None:
                 return found
             a, target = self.a, invocation.target
-            va = VersionedAttributes(
-                a, target, invocation.kind,
-                await self.webhook.convert(a.object, a.resource, target),
-                await self.webhook.convert(a.old_object, a.resource, target),
-            )  # fmt: skip
+            own = kind_for(a.resource, a.subresource) if a.subresource else None
+            if own is not None and own.kind != a.resource.kind:
+                # A subresource with a kind of its own (an Eviction, a Binding, a TokenRequest, PodExecOptions):
+                # the object is that kind, as the client sent it, not the parent resource's.
+                va = VersionedAttributes(
+                    a, target, invocation.kind, _with_kind(a.object, own), _with_kind(a.old_object, own)
+                )
+            else:
+                va = VersionedAttributes(
+                    a, target, invocation.kind,
+                    await self.webhook.convert(a.object, a.resource, target),
+                    await self.webhook.convert(a.old_object, a.resource, target),
+                )  # fmt: skip
             self.by_kind[invocation.kind] = va
             return va
 
