@@ -547,6 +547,7 @@ def up(data_dir: Path | None, node_count: int, verbosity: int, **kw: object) -> 
     from rich.console import Console
     from rich.text import Text
 
+    from .apiserver.bootstrap_token import ensure_node_bootstrap
     from .apiserver.kubeconfigs import CONTROLLER_MANAGER_USER, SCHEDULER_USER, write_component_kubeconfig
     from .apiserver.server import APIServer
     from .gc_policy import freeze_long_lived
@@ -556,6 +557,11 @@ def up(data_dir: Path | None, node_count: int, verbosity: int, **kw: object) -> 
     _logging(verbosity)
     # soft_wrap: long lines (URLs, log lines) stay whole rather than broken at the terminal's width.
     console = Console(stderr=True, soft_wrap=True)
+    kw["enable_bootstrap_token_auth"] = True  # nodes join with a bootstrap token, as in kubeadm's clusters
+    # NodeRestriction holds each node to its own objects, as kubeadm enables it (upstream's default set does not).
+    enabled = [p for p in str(kw.get("enable_admission_plugins") or "").split(",") if p]
+    if "NodeRestriction" not in enabled and "NodeRestriction" not in str(kw.get("disable_admission_plugins") or ""):
+        kw["enable_admission_plugins"] = ",".join([*enabled, "NodeRestriction"])
     opts = _apiserver_options(data_dir or _default_data_dir(), **kw)
     server = APIServer(opts)  # type: ignore[arg-type]
 
@@ -579,23 +585,28 @@ def up(data_dir: Path | None, node_count: int, verbosity: int, **kw: object) -> 
         # collide.
         data = server.options.data_dir
         common = ["--v", str(verbosity), "--secure-port", "0"]
-        # Each component as its own user, as kubeadm sets them up (the simulated nodes, one process for many
-        # kubelets, still use the admin's credentials).
+        # Each component as its own user, as kubeadm sets them up; the simulated nodes join by TLS bootstrap,
+        # each with its own certificate as system:node:<name>.
         assert server.pki is not None
         kubeconfigs = {"controller-manager": (CONTROLLER_MANAGER_USER, "controller-manager.conf"),
                        "scheduler": (SCHEDULER_USER, "scheduler.conf")}  # fmt: skip
         for user, file in kubeconfigs.values():
             write_component_kubeconfig(data / file, server.url, server.pki, user)
         await _install_addon_rbac(server)
+        await ensure_node_bootstrap(server, data / "bootstrap-kubelet.conf", server.pki)
         # Pod CIDRs per node, as kubeadm's clusters with flannel's default (the node IPAM controller's range);
         # every controller as its own service account, as kubeadm runs kube-controller-manager.
         cm_flags = ["--kubeconfig", str(data / "controller-manager.conf"), "--allocate-node-cidrs",
-                    "--cluster-cidr", "10.244.0.0/16", "--use-service-account-credentials=true"]  # fmt: skip
+                    "--cluster-cidr", "10.244.0.0/16", "--use-service-account-credentials=true",
+                    # the CSR signer issues the nodes' certificates with the cluster CA, as kubeadm configures it
+                    "--cluster-signing-cert-file", str(server.pki.ca_cert),
+                    "--cluster-signing-key-file", str(server.pki.ca_key)]  # fmt: skip
         commands: dict[str, list[str]] = {
             "controller-manager": cm_flags, "scheduler": ["--kubeconfig", str(data / "scheduler.conf")],
         }  # fmt: skip
         if node_count:
-            commands["nodes"] = ["--kubeconfig", str(server.kubeconfig_path), "--count", str(node_count)]
+            commands["nodes"] = ["--bootstrap-kubeconfig", str(data / "bootstrap-kubelet.conf"),
+                                 "--cert-dir", str(data / "kubelet" / "pki"), "--count", str(node_count)]  # fmt: skip
         components = [
             SupervisedComponent(
                 name, [name, *common, *extra], log_dir=data / "logs", run_dir=data / "run", report=report, echo=echo

@@ -1,7 +1,7 @@
 """Kubeconfigs of the control plane's components, each with its own identity, as kubeadm writes them
 (upstream: kubeadm's `init phase kubeconfig`): `scheduler.conf` as `system:kube-scheduler`,
-`controller-manager.conf` as `system:kube-controller-manager`, and one per simulated node as
-`system:node:<name>` in group `system:nodes`. Each holds a client certificate signed by the cluster CA; under
+`controller-manager.conf` as `system:kube-controller-manager` (the simulated nodes get theirs by TLS bootstrap:
+`bootstrap_token`, `kubelet/certificate_bootstrap`). Each holds a client certificate signed by the cluster CA; under
 RBAC and the Node authorizer each component then has exactly the rights upstream's default policy gives it.
 """
 

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ..component_options import secure_port_options
 
+if TYPE_CHECKING:
+    from ..client.kubeconfig import ClientConfig
+    from ..client.rest import RESTClient
+    from .hollow_nodes import HollowNodes
+
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+BOOTSTRAP_CONCURRENCY = 16  # certificate requests in flight at once
 
 
 def parse_labels(text: str) -> dict[str, str]:
@@ -40,6 +47,19 @@ def parse_taints(text: str) -> list[dict[str, str]]:
 
 @click.command("nodes")
 @click.option("--kubeconfig", default=None, help="Path to the kubeconfig file (default: KUBECONFIG).")
+@click.option(
+    "--bootstrap-kubeconfig",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="A kubeconfig with a bootstrap token: each node then gets its own client certificate (system:node:NAME) "
+    "through a CertificateSigningRequest, as the kubelet's TLS bootstrap, and makes its requests as itself. "
+    "Without it all nodes share --kubeconfig's identity.",
+)
+@click.option(
+    "--cert-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+    help="Where the nodes' certificates are kept (NODE/kubelet-client-current.pem); needed with "
+    "--bootstrap-kubeconfig.",
+)  # fmt: skip
 @click.option("--count", type=click.IntRange(0), default=3, show_default=True, help="How many nodes.")
 @click.option("--name-prefix", default="node-", show_default=True, help="Nodes are named PREFIX0, PREFIX1, ...")
 @click.option("--cpu", default="4", show_default=True, help="Each node's cpu capacity.")
@@ -66,7 +86,7 @@ def parse_taints(text: str) -> list[dict[str, str]]:
 @secure_port_options(-1)
 @click.option("-v", "--v", "verbosity", default=0, help="Log verbosity (0-4).")
 def nodes(
-    kubeconfig: str | None, count: int, name_prefix: str, cpu: str, memory: str, pods: int, labels: str, taints: str,
+    kubeconfig: str | None, bootstrap_kubeconfig: Path | None, cert_dir: Path | None, count: int, name_prefix: str, cpu: str, memory: str, pods: int, labels: str, taints: str,
     kube_api_qps: float, events: bool, node_template: Path | None, kubelet_port: int, secure_port: int, bind_address: str, port_file: Path | None,
     verbosity: int,
 ) -> None:  # fmt: skip
@@ -103,12 +123,59 @@ def nodes(
     shape["labels"] = {**shape.get("labels", {}), **extra_labels}
     if node_taints or "taints" not in shape:
         shape["taints"] = node_taints
+    if bootstrap_kubeconfig is not None and cert_dir is None:
+        raise click.BadParameter("needed with --bootstrap-kubeconfig", param_hint="--cert-dir")
     try:
-        client_config = load_config(kubeconfig).with_options(qps=kube_api_qps)
+        client_config = load_config(str(bootstrap_kubeconfig or "") or kubeconfig).with_options(qps=kube_api_qps)
     except ConfigError as e:
         raise click.ClickException(str(e)) from None
     specs = [NodeSpec(f"{name_prefix}{i}", **shape) for i in range(count)]
-    run_component(client_config, lambda client: HollowNodes(
-        client, specs, events=events, bind_address=bind_address, secure_port=secure_port, port_file=port_file,
-        kubelet_port=kubelet_port,
-    ))  # fmt: skip
+
+    def make(client: RESTClient, node_clients: dict[str, RESTClient] | None = None) -> HollowNodes:
+        return HollowNodes(
+            client, specs, events=events, bind_address=bind_address, secure_port=secure_port, port_file=port_file,
+            kubelet_port=kubelet_port, node_clients=node_clients,
+        )  # fmt: skip
+
+    if cert_dir is None or bootstrap_kubeconfig is None:
+        run_component(client_config, make)
+        return
+    run_component(client_config, lambda client: NodesWithIdentities(client, client_config, cert_dir, specs, make))
+
+
+class NodesWithIdentities:
+    """The nodes of `specs`, each first given its own certificate through `bootstrap` (the bootstrap token's
+    client), then run with a client of its own."""
+
+    def __init__(
+        self, bootstrap: RESTClient, config: ClientConfig, cert_dir: Path, specs: list[Any],
+        make: Callable[[RESTClient, dict[str, RESTClient]], Any],
+    ) -> None:  # fmt: skip
+        self.bootstrap, self.config, self.cert_dir, self.specs, self.make = bootstrap, config, cert_dir, specs, make
+
+    async def run(self) -> None:
+        import asyncio
+        import logging
+
+        from ..client.rest import RESTClient
+        from .certificate_bootstrap import bootstrap, node_config
+
+        log = logging.getLogger(__name__)
+        slots = asyncio.Semaphore(BOOTSTRAP_CONCURRENCY)
+        done = 0
+
+        async def certify(name: str) -> Path:
+            nonlocal done
+            async with slots:
+                path = await bootstrap(self.bootstrap, self.cert_dir, name)
+            done += 1
+            if done % 100 == 0 or done == len(self.specs):
+                log.info("client certificates: %d of %d node(s)", done, len(self.specs))
+            return path
+
+        paths = await asyncio.gather(*(certify(s.name) for s in self.specs))
+        clients = {s.name: RESTClient(node_config(self.config, p)) for s, p in zip(self.specs, paths, strict=True)}
+        try:
+            await self.make(self.bootstrap, clients).run()
+        finally:
+            await asyncio.gather(*(c.close() for c in clients.values()))

@@ -10,6 +10,12 @@ renewals and checks run on one clock (`heartbeats.Heartbeats`), not on two sleep
 
 The pods bound to these nodes are run by `pod_workers.PodWorkers`, one for the whole process; their logs are
 served by `server.KubeletServer`, also one for the process, whose port every node registers.
+
+Given a client per node (`node_clients`: each node as `system:node:<name>` in `system:nodes`, with a certificate
+from `certificate_bootstrap`), each node makes its requests as itself, as a real kubelet does, and the Node
+authorizer and NodeRestriction hold it to its own objects: it watches only its own Node and its own pods.
+Without them all nodes share the process's client (the admin's, say): one connection and one watch each of pods
+and nodes for thousands of nodes.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -184,22 +190,36 @@ class HollowNodes:
         secure_port: int = -1,
         port_file: Path | None = None,
         kubelet_port: int = 0,
+        node_clients: Mapping[str, RESTClient] | None = None,
     ) -> None:
         self.client = client
-        self.nodes = [HollowNode(client, s, i) for i, s in enumerate(specs)]
-        # One informer factory for the process: a watch of the pods bound to any node, and one of the Nodes, so
-        # that what others write to its nodes (podCIDR, taints) reaches them.
-        self.informers = SharedInformerFactory(client, transform=drop_managed_fields)
-        self.pods = PodWorkers(client, {n.spec.name: n for n in self.nodes}, self.informers, events=events)
-        indexer = self.pods.informer.indexer
-        self.kubelet = KubeletServer(
-            lambda ns, name: indexer.get_by_key(f"{ns}/{name}"), {n.spec.name for n in self.nodes},
-            bind_address="127.0.0.1", port=kubelet_port,
-        )  # fmt: skip
+        clients = node_clients or {}
+        self.nodes = [HollowNode(clients.get(s.name, client), s, i) for i, s in enumerate(specs)]
         by_name = {n.spec.name: n for n in self.nodes}
-        self.informers.informer_for("nodes").add_event_handler(
-            on_add=lambda obj, _initial: _refresh(by_name, obj), on_update=lambda _old, obj: _refresh(by_name, obj)
-        )
+        # One informer factory for the process: a watch of the pods bound to any node, and one of the Nodes, so
+        # that what others write to its nodes (podCIDR, taints) reaches them. Nodes with their own identities
+        # each watch their own Node and pods, on their own clients.
+        self.informers = SharedInformerFactory(client, transform=drop_managed_fields)
+        node_factories: dict[str, SharedInformerFactory] | None = None
+        if node_clients:
+            node_factories = {
+                n.spec.name: SharedInformerFactory(n.client, transform=drop_managed_fields) for n in self.nodes
+            }
+            nodes_informers = [
+                f.informer_for("nodes", field_selector=f"metadata.name={name}") for name, f in node_factories.items()
+            ]
+        else:
+            nodes_informers = [self.informers.informer_for("nodes")]
+        self.factories = list(node_factories.values()) if node_factories else [self.informers]
+        self.pods = PodWorkers(client, by_name, self.informers, events=events, node_factories=node_factories)
+        pods = self.pods
+        self.kubelet = KubeletServer(
+            lambda ns, name: pods.pod(f"{ns}/{name}"), set(by_name), bind_address="127.0.0.1", port=kubelet_port,
+        )  # fmt: skip
+        for informer in nodes_informers:
+            informer.add_event_handler(
+                on_add=lambda obj, _initial: _refresh(by_name, obj), on_update=lambda _old, obj: _refresh(by_name, obj)
+            )
         self._rng = random.Random(seed)
         self.heartbeats = Heartbeats(workers_for(len(self.nodes)))
         self.registered = asyncio.Event()
@@ -240,7 +260,7 @@ class HollowNodes:
             await asyncio.gather(self.pods.run(), clock)  # the pod workers start the informers
         finally:
             clock.cancel()
-            await self.informers.shutdown()
+            await asyncio.gather(*(f.shutdown() for f in self.factories))
 
     def _keep_alive(self, node: HollowNode) -> None:
         """Start a registered node's heartbeats on the shared clock. As upstream's JitterUntil, the first lease

@@ -3,7 +3,9 @@ life (`pod_lifecycle`), and every such pod being deleted is confirmed gone (upst
 the status manager).
 
 One informer serves all the process's nodes: a watch of the pods bound to any node (`spec.nodeName!=`),
-filtered here by node name, rather than one watch per node. A pod of ours goes through a work queue to one of
+filtered here by node name, rather than one watch per node. Nodes with identities of their own (each its own
+client, as `system:node:<name>`) each watch their own pods instead (`spec.nodeName=<name>`, all the Node
+authorizer lets a node list), and each node's writes go through its own client. A pod of ours goes through a work queue to one of
 `workers` tasks, which admits it as the kubelet would, then writes the status `pod_lifecycle.sync_pod` computes
 (ContainerCreating first, then the sandbox and the containers started: two writes for a pod whose containers
 run until deleted) and queues the pod again for the time of its next transition (a container exiting, a restart
@@ -33,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from ..api import errors
 from ..client.cache.factory import SharedInformerFactory
 from ..client.cache.indexer import meta_namespace_key
+from ..client.cache.shared_informer import SharedIndexInformer
 from ..client.events import CoreEventRecorder, EventBroadcaster
 from ..client.rest import RESTClient
 from ..client.workqueue import RateLimitingQueue, process_items
@@ -74,22 +77,38 @@ class PodWorkers:
         *,
         workers: int = POD_WORKERS,
         events: bool = True,
+        node_factories: Mapping[str, SharedInformerFactory] | None = None,
     ) -> None:
-        """`factory` is the process's informer factory (its owner shuts it down); the pods informer joins it."""
+        """`factory` is the process's informer factory (its owner shuts it down); the pods informer joins it.
+        With `node_factories` (per node, a factory on the node's own client) each node watches its own pods
+        there instead, and writes through its own client (`HollowNode.client`)."""
         self.client = client
         self.nodes = nodes
         self.workers = workers
-        self.broadcaster = EventBroadcaster(client) if events else None
+        self.events = events
+        self._broadcasters: dict[int, EventBroadcaster] = {}  # per client: each node's events go through its own
         self._recorders: dict[str, CoreEventRecorder] = {}
         self._images: dict[str, set[str]] = {}  # per node, the images it has pulled
-        self.factory = factory
-        self.informer = self.factory.informer_for("pods", field_selector="spec.nodeName!=")
         self.queue: RateLimitingQueue[str] = RateLimitingQueue(name="pods")
-        self.informer.add_event_handler(
-            on_add=lambda pod, _initial: self._enqueue(pod),
-            on_update=lambda _old, pod: self._enqueue(pod),
-            on_delete=self._forget,
-        )
+        self.factories = [factory] if node_factories is None else list(node_factories.values())
+        self._by_node: dict[str, SharedIndexInformer] = {}
+        self._where: dict[str, str] = {}  # with per-node informers: which node's informer holds a pod key
+        self.informer: SharedIndexInformer | None = None
+        if node_factories is None:
+            self.informer = factory.informer_for("pods", field_selector="spec.nodeName!=")
+            informers = [self.informer]
+        else:
+            self._by_node = {
+                name: f.informer_for("pods", field_selector=f"spec.nodeName={name}")
+                for name, f in node_factories.items()
+            }
+            informers = list(self._by_node.values())
+        for informer in informers:
+            informer.add_event_handler(
+                on_add=lambda pod, _initial: self._enqueue(pod),
+                on_update=lambda _old, pod: self._enqueue(pod),
+                on_delete=self._forget,
+            )
         # Per node, the pods its kubelet admitted and has not seen end: what a new pod must fit beside.
         self._admitted: dict[str, AdmittedPods] = {name: AdmittedPods() for name in nodes}
         # Per pod this process synced: the resourceVersion of its last write (or of the state it last looked at)
@@ -107,6 +126,7 @@ class PodWorkers:
         if isinstance(obj, Mapping):
             node = (obj.get("spec") or {}).get("nodeName") or ""
             key = meta_namespace_key(obj)
+            self._where.pop(key, None)
             if node in self._admitted:
                 self._admitted[node].remove(key)
             self._synced.pop(key, None)
@@ -114,28 +134,42 @@ class PodWorkers:
             self._mount_waits.pop(key, None)
 
     def _enqueue(self, pod: Mapping[str, Any]) -> None:
-        if (pod.get("spec") or {}).get("nodeName") in self.nodes:
-            self.queue.add(meta_namespace_key(pod))
+        node = (pod.get("spec") or {}).get("nodeName")
+        if node in self.nodes:
+            key = meta_namespace_key(pod)
+            if self._by_node:
+                self._where[key] = node
+            self.queue.add(key)
+
+    def pod(self, key: str) -> dict[str, Any] | None:
+        """The pod `key` ("namespace/name") as the informers last saw it."""
+        if self.informer is not None:
+            return self.informer.indexer.get_by_key(key)
+        informer = self._by_node.get(self._where.get(key, ""))
+        return informer.indexer.get_by_key(key) if informer is not None else None
 
     async def run(self) -> None:
-        self.factory.start()
-        if self.broadcaster is not None:
-            self.broadcaster.start()
+        for f in self.factories:
+            f.start()
         try:
-            await self.factory.wait_for_cache_sync()
+            await asyncio.gather(*(f.wait_for_cache_sync() for f in self.factories))
             freeze_long_lived()  # the informers hold every pod of these nodes for good: see gc_policy
             await asyncio.gather(*(self._worker() for _ in range(self.workers)))
         finally:
             self.queue.shut_down()
-            if self.broadcaster is not None:
-                await self.broadcaster.shutdown(timeout=5.0)
+            await asyncio.gather(*(b.shutdown(timeout=5.0) for b in self._broadcasters.values()))
 
     def _event(self, node: str, pod: Mapping[str, Any], field_path: str, type_: str, reason: str, message: str) -> None:
-        if self.broadcaster is None:
+        if not self.events:
             return
         recorder = self._recorders.get(node)
         if recorder is None:
-            recorder = self._recorders[node] = self.broadcaster.new_core_recorder("kubelet", node)
+            client = self.nodes[node].client
+            broadcaster = self._broadcasters.get(id(client))
+            if broadcaster is None:
+                broadcaster = self._broadcasters[id(client)] = EventBroadcaster(client)
+                broadcaster.start()
+            recorder = self._recorders[node] = broadcaster.new_core_recorder("kubelet", node)
         md = pod["metadata"]
         ref = {
             "apiVersion": "v1", "kind": "Pod", "namespace": md.get("namespace"), "name": md.get("name"),
@@ -146,7 +180,7 @@ class PodWorkers:
     def _report(self, node: str, pod: Mapping[str, Any], actions: list[Action]) -> None:
         """The events of what the kubelet did: image pulls the first time the node needs an image, then each
         container created and started (a restart finds its image present), back-offs, stops and deadlines."""
-        if self.broadcaster is None:
+        if not self.events:
             return
         pulled = self._images.setdefault(node, set())
         md = pod.get("metadata") or {}
@@ -182,7 +216,7 @@ class PodWorkers:
 
     async def sync(self, key: str) -> None:
         """Bring the pod `key` up to date with what its node would have made of it by now."""
-        pod = self.informer.indexer.get_by_key(key)
+        pod = self.pod(key)
         if pod is None:
             return
         node = self.nodes.get((pod.get("spec") or {}).get("nodeName") or "")
@@ -217,7 +251,7 @@ class PodWorkers:
                     reason, message = rejection
                     self._event(node.spec.name, pod, "", "Warning", reason, message)
                     await self._write_status(
-                        pod, {"phase": "Failed", "reason": reason, "message": f"Pod was rejected: {message}"}
+                        node, pod, {"phase": "Failed", "reason": reason, "message": f"Pod was rejected: {message}"}
                     )
                     return
                 # An annotation the model cannot read is ignored (the containers follow their commands); say so
@@ -227,7 +261,7 @@ class PodWorkers:
                     self._event(node.spec.name, pod, "", "Warning", "InvalidSimulation", f"ignored: {problem}")
             admitted.add(key, pod)  # admitted now, or by this node's previous process
         if not status.get("startTime") and claim_names(pod):
-            problem = await unmountable(self.client, pod)
+            problem = await unmountable(node.client, pod)
             if problem is not None:
                 # Not started until its claims are Bound (the pod stays Pending); the kubelet looks again.
                 if self._mount_waits.get(key) != problem:
@@ -245,7 +279,7 @@ class PodWorkers:
             now = time.time()
             result = sync_pod(pod, now, host_ip, ip)
             if result.status != (pod.get("status") or {}):
-                pod = await self._write_status(pod, result.status)
+                pod = await self._write_status(node, pod, result.status)
             self._synced[key] = (pod["metadata"].get("resourceVersion", ""), result.next_at)
             self._report(node.spec.name, pod, result.actions)
             if result.next_at is None or result.next_at > time.time():
@@ -263,13 +297,13 @@ class PodWorkers:
             result = sync_pod(pod, time.time(), node.spec.address, stopping=True)
             if result.status != (pod.get("status") or {}):
                 try:
-                    await self._write_status(pod, result.status)
+                    await self._write_status(node, pod, result.status)
                 except errors.NotFound:
                     result.actions.clear()  # gone meanwhile: nothing was left to stop
             self._stopped.add(uid)
             self._report(node.spec.name, pod, result.actions)
         try:
-            await self.client.delete(
+            await node.client.delete(
                 "pods", md["name"], md.get("namespace"), grace_period_seconds=0, preconditions={"uid": md["uid"]}
             )
         except (errors.NotFound, errors.Conflict):
@@ -277,13 +311,15 @@ class PodWorkers:
         self._admitted[node.spec.name].remove(key)
         self._synced.pop(key, None)
 
-    async def _write_status(self, pod: Mapping[str, Any], status: Mapping[str, Any]) -> dict[str, Any]:
+    async def _write_status(
+        self, node: HollowNode, pod: Mapping[str, Any], status: Mapping[str, Any]
+    ) -> dict[str, Any]:
         md = pod["metadata"]
         # A merge patch replaces the lists (conditions, container statuses) whole, as the status manager's does;
         # fields the new status no longer has are cleared.
         old = pod.get("status") or {}
         patch = {"status": {**{k: None for k in old if k not in status}, **status}}
-        written: dict[str, Any] = await self.client.patch(
+        written: dict[str, Any] = await node.client.patch(
             "pods", md["name"], patch, md.get("namespace"), patch_type="merge", subresource="status"
         )
         return written

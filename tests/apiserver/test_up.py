@@ -4,6 +4,7 @@ components come up healthy whatever folder it is started from, and one that dies
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import queue
 import re
@@ -128,6 +129,14 @@ def test_up_serves_stops_on_ctrl_c_and_keeps_state(tmp_path):
         assert [line.split()[:2] for line in nodes.stdout.splitlines()] == [[f"node-{i}", "Ready"] for i in range(3)], (
             nodes.stdout + nodes.stderr
         )
+        # Each node joined by TLS bootstrap: its certificate asked for with the bootstrap token, approved and
+        # signed by the controller manager; it then works as system:node:<name> with no Forbidden anywhere.
+        csrs = json.loads(kubectl(home, kubeconfig, "get", "csr", "-o", "json").stdout)["items"]
+        kubelet = [c for c in csrs if c["spec"]["signerName"] == "kubernetes.io/kube-apiserver-client-kubelet"]
+        assert len(kubelet) == 3 and all(c["status"].get("certificate") for c in kubelet), csrs
+        assert all(c["spec"]["username"].startswith("system:bootstrap:") for c in kubelet)
+        for name in ("nodes", "controller-manager", "scheduler"):
+            assert "forbidden" not in (data / "logs" / f"{name}.log").read_text().lower(), name
         out = kubectl(home, kubeconfig, "run", "up-pod", "--image=nginx")
         assert out.returncode == 0, out.stderr
         deadline = time.monotonic() + 30
