@@ -96,6 +96,19 @@ def json_copy(value: Any) -> Any:
         return copy.deepcopy(value)
 
 
+def parse_group_version(text: str) -> tuple[str, str]:
+    """(group, version) of an apiVersion as schema.ParseGroupVersion reads it ("" and "/" are the empty group
+    version); ValueError with upstream's message when it has more than one slash."""
+    if not text or text == "/":
+        return "", ""
+    parts = text.split("/")
+    if len(parts) == 1:
+        return "", parts[0]
+    if len(parts) == 2:
+        return parts[0], parts[1]
+    raise ValueError(f"unexpected GroupVersion string: {text}")
+
+
 def metadata(obj: Object) -> Object:
     """The object's metadata dict, created if missing."""
     meta = obj.get("metadata")

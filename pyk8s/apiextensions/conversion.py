@@ -19,6 +19,7 @@ import orjson
 from ..api import errors
 from ..api import validation as v
 from ..api.errors import FieldError
+from ..api.meta import parse_group_version
 from .conversion_webhook import (
     DEFAULT_TIMEOUT,
     ConverterSetupError,
@@ -99,18 +100,6 @@ class _GVK:
         return f"{self.group}/{self.version}, Kind={self.kind}"
 
 
-def _parse_gv(api_version: str) -> tuple[str, str] | None:
-    if api_version in ("", "/"):
-        return "", ""
-    n = api_version.count("/")
-    if n == 0:
-        return "", api_version
-    if n == 1:
-        g, _, ver = api_version.partition("/")
-        return g, ver
-    return None
-
-
 def _string(obj: Any, key: str) -> str:
     value = obj.get(key) if isinstance(obj, dict) else None
     return value if isinstance(value, str) else ""
@@ -118,10 +107,11 @@ def _string(obj: Any, key: str) -> str:
 
 def _gvk(obj: Object) -> _GVK:
     """The object's group/version/kind as unstructured reads it: all empty when apiVersion does not parse."""
-    gv = _parse_gv(_string(obj, "apiVersion"))
-    if gv is None:
+    try:
+        group, version = parse_group_version(_string(obj, "apiVersion"))
+    except ValueError:
         return _GVK()
-    return _GVK(gv[0], gv[1], _string(obj, "kind"))
+    return _GVK(group, version, _string(obj, "kind"))
 
 
 def _is_empty_object(obj: Object) -> bool:
@@ -234,10 +224,10 @@ class CRConverter:
     # -- checks of crConverter.ConvertToVersion --------------------------------------------------------------
 
     def _target_gv(self, to_api_version: str) -> tuple[str, str]:
-        gv = _parse_gv(to_api_version)
-        if gv is None:
-            raise ConversionError(f"unexpected GroupVersion string: {to_api_version}")
-        return gv
+        try:
+            return parse_group_version(to_api_version)
+        except ValueError as err:
+            raise ConversionError(str(err)) from None
 
     def _check_source(self, obj: Object, target: tuple[str, str]) -> None:
         src = _gvk(obj)

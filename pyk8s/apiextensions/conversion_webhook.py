@@ -15,16 +15,13 @@ from ..api.errors import go_quote
 from ..apiserver import webhook
 from ..apiserver.webhook import (
     DEFAULT_TIMEOUT,
-    FIND_KIND_TYPE,
     SCHEME_NAME,
     UNVERSIONED_KINDS,
     Answer,
     ServiceResolver,
     go_duration,
-    go_json_syntax_error,
     go_type,
     json_kind,
-    parse_api_version,
 )
 
 __all__ = [
@@ -83,32 +80,7 @@ def _registered_type(group: str, version: str, kind: str) -> str | None:
 def decode_review(answer: Answer, expected_api_version: str) -> dict[str, Any]:
     """The webhook's answer decoded into a ConversionReview of `expected_api_version`, failing where client-go's
     decoder would; the result keeps the answer's own apiVersion and kind (possibly empty) for the caller's check."""
-    status, body = answer.status, answer.body
-    if not 200 <= status <= 206:
-        raise webhook.error_answer(status, answer.content_type, body, answer.retry_after)
-    if not body:
-        ctype = answer.content_type or "application/json"
-        raise WebhookCallError(f"0-length response with status code: {status} and content type: {ctype}")
-    try:
-        doc = orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        raise WebhookCallError(
-            f"couldn't get version/kind; json parse error: {go_json_syntax_error(exc, body)}"
-        ) from None
-    if doc is None:
-        doc = {}
-    if not isinstance(doc, dict):
-        why = f"json: cannot unmarshal {json_kind(doc)} into Go value of type {FIND_KIND_TYPE}"
-        raise WebhookCallError(f"couldn't get version/kind; json parse error: {why}")
-    for key in ("apiVersion", "kind"):
-        v = doc.get(key)
-        if v is not None and not isinstance(v, str):
-            why = f"json: cannot unmarshal {json_kind(v)} into Go struct field .{key} of type string"
-            raise WebhookCallError(f"couldn't get version/kind; json parse error: {why}")
-    api_version, kind = doc.get("apiVersion") or "", doc.get("kind") or ""
-    gv = parse_api_version(api_version)
-    if gv is None:
-        raise WebhookCallError(f"unexpected GroupVersion string: {api_version}")
+    doc, gv, kind = webhook.read_document(answer)
     # Missing parts are taken from the type decoded into (the serializer's gvkWithDefaults).
     want_group, _, want_version = expected_api_version.partition("/")
     group, version = gv

@@ -37,6 +37,7 @@ import orjson
 from cryptography import x509
 
 from ..api.errors import go_quote
+from ..api.meta import parse_group_version
 from ..apiextensions.conversion_validation import ca_bundle_bytes, ca_bundle_error
 from .webhook_errors import (
     GENERIC_REASONS,
@@ -62,7 +63,6 @@ __all__ = [
     "go_json_syntax_error",
     "go_type",
     "json_kind",
-    "parse_api_version",
     "should_retry",
     "ssl_context_for",
     "with_exponential_backoff",
@@ -114,19 +114,6 @@ class SetupError(ValueError):
 
 
 # -- API versions ----------------------------------------------------------------------------------------------
-
-
-def parse_api_version(api_version: str) -> tuple[str, str] | None:
-    """(group, version) as schema.ParseGroupVersion reads it, or None when it does not parse."""
-    if api_version in ("", "/"):
-        return "", ""
-    n = api_version.count("/")
-    if n == 0:
-        return "", api_version
-    if n == 1:
-        g, _, v = api_version.partition("/")
-        return g, v
-    return None
 
 
 # -- TLS ---------------------------------------------------------------------------------------------------------
@@ -415,12 +402,10 @@ def error_answer(status: int, content_type: str, body: bytes, retry_after: int |
     return CallError(generic_response_message(status, message), code=status, reason=reason, retry_after=retry_after)
 
 
-def decode_object(answer: Answer, api_version: str, kind: str, known_versions: tuple[str, ...] = ()) -> dict[str, Any]:
-    """The answer decoded as client-go's Into does into an object of `api_version` and `kind`, for the
-    authorization and token webhooks: an error answer, a body that is not a JSON object, or one of another
-    kind or version, is a CallError with client-go's text. A missing apiVersion or kind is taken to be the
-    expected one (the serializer's defaults). `known_versions` are the other versions of the kind the client's
-    scheme knows (they fail as an unknown conversion)."""
+def read_document(answer: Answer) -> tuple[dict[str, Any], tuple[str, str], str]:
+    """The answer's JSON object, its apiVersion as (group, version) and its kind ("" when missing), checked as
+    client-go reads an answer before decoding it: an error answer, an empty body, a body that is not a JSON
+    object, or a type meta of the wrong types is a CallError with client-go's text."""
     if not 200 <= answer.status <= 206:
         raise error_answer(answer.status, answer.content_type, answer.body, answer.retry_after)
     body = answer.body
@@ -441,13 +426,23 @@ def decode_object(answer: Answer, api_version: str, kind: str, known_versions: t
         if v is not None and not isinstance(v, str):
             why = f"json: cannot unmarshal {json_kind(v)} into Go struct field .{key} of type string"
             raise CallError(f"couldn't get version/kind; json parse error: {why}")
-    got = doc.get("apiVersion") or ""
-    gv = parse_api_version(got)
-    if gv is None:
-        raise CallError(f"unexpected GroupVersion string: {got}")
+    try:
+        gv = parse_group_version(doc.get("apiVersion") or "")
+    except ValueError as err:
+        raise CallError(str(err)) from None
+    return doc, gv, doc.get("kind") or ""
+
+
+def decode_object(answer: Answer, api_version: str, kind: str, known_versions: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The answer decoded as client-go's Into does into an object of `api_version` and `kind`, for the
+    authorization and token webhooks: what `read_document` refuses, or an object of another kind or version, is
+    a CallError with client-go's text. A missing apiVersion or kind is taken to be the expected one (the
+    serializer's defaults). `known_versions` are the other versions of the kind the client's scheme knows (they
+    fail as an unknown conversion)."""
+    doc, gv, got_kind = read_document(answer)
     want_group, _, want_version = api_version.partition("/")
     group, version = gv
-    got_kind = doc.get("kind") or kind
+    got_kind = got_kind or kind
     if not version and not group:
         group, version = want_group, want_version
     elif not version and group == want_group:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
 from ...api import errors
-from ...api.meta import json_copy, rfc3339
+from ...api.meta import json_copy, parse_group_version, rfc3339
 from ...api.resources import TABLE, Resource
 from ...api.selectors import LabelSelector, SelectorError, parse_label_selector
 from ...client.cache import SharedInformerFactory
@@ -64,18 +64,6 @@ class FixedItemIntervalRateLimiter:
 
 class ReconcileError(Exception):
     """A sync that did not finish; logged, and the autoscaler is synced again next period."""
-
-
-def parse_group_version(text: str) -> tuple[str, str]:
-    """(group, version) of an apiVersion (upstream: schema.ParseGroupVersion)."""
-    if not text or text == "/":
-        return "", ""
-    parts = text.split("/")
-    if len(parts) == 1:
-        return "", parts[0]
-    if len(parts) == 2:
-        return parts[0], parts[1]
-    raise ValueError(f"unexpected GroupVersion string: {text}")
 
 
 def _semantic(status: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from ....api.errors import go_quote
+from ....api.meta import parse_group_version
 from ... import webhook
 from ...webhook import FIND_KIND_TYPE, SCHEME_NAME, UNVERSIONED_KINDS, Answer, CallError, json_kind
 from .request import GROUP, KNOWN_VERSIONS
@@ -81,10 +82,10 @@ def decode_admission_review(answer: Answer, version: str) -> dict[str, Any]:
         raise CallError(f"couldn't get version/kind; json parse error: {why}")
     if not api_version or not kind:
         return doc
-    gv = webhook.parse_api_version(api_version)
-    if gv is None:
-        raise CallError(f"unexpected GroupVersion string: {api_version}")
-    group, got_version = gv
+    try:
+        group, got_version = parse_group_version(api_version)
+    except ValueError as err:
+        raise CallError(str(err)) from None
     if (group, got_version, kind) == (GROUP, version, "AdmissionReview"):
         if not isinstance(doc.get("response"), dict | None):
             why = f"json: cannot unmarshal {json_kind(doc['response'])} into Go struct field AdmissionReview.response of type {version}.AdmissionResponse"
