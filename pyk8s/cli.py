@@ -195,6 +195,7 @@ def _apiserver_options(data_dir: Path, **kw: object) -> object:
 
 def _authentication_options(kw: dict[str, object]) -> Any:
     from .aggregator.options import parse_string_slice
+    from .apiserver.authn.oidc import OIDCOptions
     from .apiserver.authn.options import AuthenticationOptions
 
     max_expiration = str(kw["service_account_max_token_expiration"])
@@ -213,6 +214,17 @@ def _authentication_options(kw: dict[str, object]) -> Any:
         token_webhook_config_file=str(kw["authentication_token_webhook_config_file"]),
         token_webhook_version=str(kw["authentication_token_webhook_version"]),
         token_webhook_cache_ttl=parse_duration(str(kw["authentication_token_webhook_cache_ttl"])),
+        oidc=OIDCOptions(
+            issuer_url=str(kw["oidc_issuer_url"]),
+            client_id=str(kw["oidc_client_id"]),
+            ca_file=str(kw["oidc_ca_file"]),
+            username_claim=str(kw["oidc_username_claim"]),
+            username_prefix=str(kw["oidc_username_prefix"]),
+            groups_claim=str(kw["oidc_groups_claim"]),
+            groups_prefix=str(kw["oidc_groups_prefix"]),
+            signing_algs=tuple(parse_string_slice(str(kw["oidc_signing_algs"]))),
+            required_claims=tuple(kw["oidc_required_claim"]),  # type: ignore[arg-type]
+        ),
     )
 
 
@@ -462,6 +474,51 @@ _server_options = [
         default="2m0s",
         show_default=True,
         help="How long the webhook token authenticator's answers are cached.",
+    ),
+    click.option(
+        "--oidc-issuer-url",
+        default="",
+        help="The URL of the OpenID issuer, only HTTPS scheme will be accepted. If set, it will be used to verify "
+        "the OIDC JSON Web Token (JWT).",
+    ),
+    click.option(
+        "--oidc-client-id",
+        default="",
+        help="The client ID for the OpenID Connect client, must be set if oidc-issuer-url is set.",
+    ),
+    click.option(
+        "--oidc-ca-file",
+        default="",
+        help="If set, the OpenID server's certificate will be verified by one of the authorities in the "
+        "oidc-ca-file, otherwise the host's root CA set will be used.",
+    ),
+    click.option(
+        "--oidc-username-claim", default="sub", show_default=True, help="The OpenID claim to use as the user name."
+    ),
+    click.option(
+        "--oidc-username-prefix",
+        default="",
+        help="If provided, all usernames will be prefixed with this value. If not provided, username claims other "
+        "than 'email' are prefixed by the issuer URL to avoid clashes. To skip any prefixing, provide the value '-'.",
+    ),
+    click.option(
+        "--oidc-groups-claim",
+        default="",
+        help="If provided, the name of a custom OpenID Connect claim for specifying user groups (a string or an "
+        "array of strings).",
+    ),
+    click.option("--oidc-groups-prefix", default="", help="If provided, all groups will be prefixed with this value."),
+    click.option(
+        "--oidc-signing-algs",
+        default="RS256",
+        show_default=True,
+        help="Comma-separated list of allowed JOSE asymmetric signing algorithms: RS256, RS384, RS512, ES256, "
+        "ES384, ES512, PS256, PS384, PS512.",
+    ),
+    click.option(
+        "--oidc-required-claim",
+        multiple=True,
+        help="A key=value pair that describes a required claim in the ID Token (repeatable).",
     ),
     go_bool_option(
         "--enable-aggregator-routing",

@@ -520,6 +520,8 @@ class APIServer:
         self.authentication = auth
         if auth.token_webhook is not None:  # its connections are closed at shutdown
             self._tasks.append(asyncio.create_task(auth.token_webhook.run()))
+        if auth.oidc is not None:  # discovers the OpenID provider in the background
+            self._tasks.append(asyncio.create_task(auth.oidc.run()))
         self.handlers.subresources.token_request = TokenREST(self.rest, auth).create
         authentication_registry.install(self.handlers.create_only, auth)
         apiserver = UserInfo("system:apiserver", groups=(ADMIN_GROUP,))

@@ -2,8 +2,8 @@
 authentication.go `BuiltInAuthenticationOptions`, and pkg/kubeapiserver/authenticator config.go `Config.New`).
 
 Order: a front proxy's request headers (`request_header`), client certificates, then bearer tokens — the
-token file, legacy service-account tokens, bound service-account tokens, bootstrap tokens, the token webhook
-— then the anonymous user when allowed and nothing failed.
+token file, legacy service-account tokens, bound service-account tokens, bootstrap tokens, OIDC (`oidc`), the
+token webhook — then the anonymous user when allowed and nothing failed.
 
 With no flags the API server behaves as a kubeadm control plane does: tokens are signed with `pki/sa.key`
 (created on first start) and checked against `pki/sa.pub`, the issuer is
@@ -47,6 +47,7 @@ from .jwt import (
     read_signing_key,
 )
 from .legacy import LAST_USED_LABEL, LEGACY_ISSUER, LegacyTokenValidator
+from .oidc import OIDCAuthenticator, OIDCOptions
 from .request_header import RequestHeaderAuthenticator
 from .token_file import TokenAuthenticator
 from .webhook import CACHE_TTL as WEBHOOK_CACHE_TTL
@@ -86,6 +87,7 @@ class AuthenticationOptions:
     token_webhook_config_file: str = ""
     token_webhook_version: str = WEBHOOK_DEFAULT_VERSION
     token_webhook_cache_ttl: float = WEBHOOK_CACHE_TTL
+    oidc: OIDCOptions = field(default_factory=OIDCOptions)  # the --oidc-* flags (see oidc.py)
 
     @property
     def issuers(self) -> tuple[str, ...]:
@@ -135,6 +137,7 @@ class AuthenticationOptions:
         except ValueError as err:
             problems.append(str(err))
         problems += validate_webhook(self.token_webhook_config_file, self.token_webhook_version)
+        problems += self.oidc.validate(self.issuers)
         max_exp = self.service_account_max_token_expiration
         if max_exp and not MAX_TOKEN_EXPIRATION_BOUNDS[0] <= max_exp <= MAX_TOKEN_EXPIRATION_BOUNDS[1]:
             problems.append("the service-account-max-token-expiration must be between 1 hour and 2^32 seconds")
@@ -197,6 +200,7 @@ class Authentication:
         self._system_user = system_user or UserInfo("system:apiserver", groups=("system:masters",))
         self._background: set[asyncio.Task[None]] = set()
         self.token_webhook: WebhookTokenAuthenticator | None = None
+        self.oidc: OIDCAuthenticator | None = None  # its run() discovers the provider
 
         getter = CachedObjects(rest)
         tokens = dict(static_tokens or {})
@@ -211,6 +215,9 @@ class Authentication:
             secrets = rest("v1", "secrets")
             bootstrap = BootstrapTokenAuthenticator(lambda name: cached(secrets, BOOTSTRAP_NAMESPACE, name))
             chain.append(AudienceAgnostic(bootstrap, auds))
+        if opts.oidc.enabled:
+            self.oidc = OIDCAuthenticator(opts.oidc)
+            chain.append(AudienceAgnostic(self.oidc, auds))
         if opts.token_webhook_config_file:  # last, as upstream's token union orders it
             self.token_webhook = WebhookTokenAuthenticator.from_kubeconfig(
                 opts.token_webhook_config_file, opts.token_webhook_version, auds, opts.token_webhook_cache_ttl
