@@ -158,7 +158,7 @@ class NodesWithIdentities:
         import logging
 
         from ..client.rest import RESTClient
-        from .certificate_bootstrap import bootstrap, node_config
+        from .certificate_bootstrap import BootstrapError, bootstrap, node_config
 
         log = logging.getLogger(__name__)
         slots = asyncio.Semaphore(BOOTSTRAP_CONCURRENCY)
@@ -173,7 +173,10 @@ class NodesWithIdentities:
                 log.info("client certificates: %d of %d node(s)", done, len(self.specs))
             return path
 
-        paths = await asyncio.gather(*(certify(s.name) for s in self.specs))
+        try:
+            paths = await asyncio.gather(*(certify(s.name) for s in self.specs))
+        except BootstrapError as err:  # said plainly, as the kubelet's bootstrap failure is, not as a traceback
+            raise click.ClickException(str(err)) from None
         clients = {s.name: RESTClient(node_config(self.config, p)) for s, p in zip(self.specs, paths, strict=True)}
         try:
             await self.make(self.bootstrap, clients).run()

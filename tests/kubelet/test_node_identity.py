@@ -10,6 +10,7 @@ import json
 import os
 import ssl
 import stat
+import subprocess
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -20,6 +21,7 @@ import pytest
 import yaml
 
 from pyk8s.apiserver.bootstrap_token import NODE_BOOTSTRAP_BINDINGS, bootstrap_kubeconfig, token_secret
+from pyk8s.supervisor import component_command, component_env
 from pyk8s.testing.cluster import APIServerProcess
 from pyk8s.testing.components import ComponentProcess
 from pyk8s.testing.polling import wait_for
@@ -169,3 +171,18 @@ def test_nodes_bootstrap_their_certificates_and_act_as_themselves(cluster, tmp_p
         assert len(node_csrs(server)) == 2
     finally:
         nodes.stop()
+
+
+def test_a_node_whose_bootstrap_token_is_refused_says_so(cluster, tmp_path):
+    server, _cm, _config = cluster
+    ca = base64.b64encode((server.data_dir / "pki" / "ca.crt").read_bytes()).decode()
+    bad = tmp_path / "bad-bootstrap.conf"
+    bad.write_bytes(bootstrap_kubeconfig(server.url, ca, "zzzzzz.0123456789abcdef"))
+    res = subprocess.run(
+        component_command("nodes", "--bootstrap-kubeconfig", str(bad), "--cert-dir", str(tmp_path / "pki"),
+                          "--count", "1", "--name-prefix", "refused-"),
+        capture_output=True, text=True, timeout=120, env=component_env(),
+    )  # fmt: skip
+    assert res.returncode == 1, res.stderr
+    assert "Error: cannot request a certificate for node refused-0" in res.stderr
+    assert "Traceback" not in res.stderr
