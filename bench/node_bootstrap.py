@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import base64
 import datetime as dt
-import json
 import sys
 import time
 from pathlib import Path
@@ -66,10 +65,7 @@ def main() -> None:
     cm: ComponentProcess | None = None
     try:
         expires = dt.datetime.now(dt.UTC) + dt.timedelta(hours=2)
-        manifest = server.dir / "bootstrap.json"
-        objects = [token_secret(*TOKEN, expires), *NODE_BOOTSTRAP_BINDINGS]
-        manifest.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
-        server.kubectl("apply", "-f", str(manifest), check=True)
+        server.apply(token_secret(*TOKEN, expires), *NODE_BOOTSTRAP_BINDINGS)
         pki = server.data_dir / "pki"
         config = server.dir / "bootstrap-kubelet.conf"
         ca = base64.b64encode((pki / "ca.crt").read_bytes()).decode()

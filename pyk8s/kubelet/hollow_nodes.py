@@ -211,7 +211,7 @@ class HollowNodes:
         else:
             nodes_informers = [self.informers.informer_for("nodes")]
         self.factories = list(node_factories.values()) if node_factories else [self.informers]
-        self.pods = PodWorkers(client, by_name, self.informers, events=events, node_factories=node_factories)
+        self.pods = PodWorkers(by_name, self.informers, events=events, node_factories=node_factories)
         pods = self.pods
         self.kubelet = KubeletServer(
             lambda ns, name: pods.pod(f"{ns}/{name}"), set(by_name), bind_address="127.0.0.1", port=kubelet_port,

@@ -37,7 +37,6 @@ from ..client.cache.factory import SharedInformerFactory
 from ..client.cache.indexer import meta_namespace_key
 from ..client.cache.shared_informer import SharedIndexInformer
 from ..client.events import CoreEventRecorder, EventBroadcaster
-from ..client.rest import RESTClient
 from ..client.workqueue import RateLimitingQueue, process_items
 from ..gc_policy import freeze_long_lived
 from .admission import AdmittedPods, admit
@@ -67,11 +66,10 @@ _STEPS_PER_SYNC = 4
 
 
 class PodWorkers:
-    """Runs the pods bound to `nodes` (by node name) through `client`."""
+    """Runs the pods bound to `nodes` (by node name), each node's through its own client (`HollowNode.client`)."""
 
     def __init__(
         self,
-        client: RESTClient,
         nodes: Mapping[str, HollowNode],
         factory: SharedInformerFactory,
         *,
@@ -82,7 +80,6 @@ class PodWorkers:
         """`factory` is the process's informer factory (its owner shuts it down); the pods informer joins it.
         With `node_factories` (per node, a factory on the node's own client) each node watches its own pods
         there instead, and writes through its own client (`HollowNode.client`)."""
-        self.client = client
         self.nodes = nodes
         self.workers = workers
         self.events = events

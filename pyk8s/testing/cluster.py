@@ -16,6 +16,7 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 from ..supervisor import component_command, component_env
 from .etcd import free_port
@@ -185,6 +186,13 @@ class APIServerProcess:
         if check and res.returncode != 0:
             raise AssertionError(f"kubectl {' '.join(args)} failed ({res.returncode}):\n{res.stdout}\n{res.stderr}")
         return res
+
+    def apply(self, *objects: dict[str, Any]) -> None:
+        """`kubectl apply` the objects (as one List), failing the test when kubectl does."""
+        import json
+
+        self.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": list(objects)}),
+                     check=True)  # fmt: skip
 
     def apply_crds(self, manifest: str, *names: str, timeout: float = 20.0) -> None:
         """`kubectl apply` CustomResourceDefinitions, then wait until each of `names` is Established. A new CRD

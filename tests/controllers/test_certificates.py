@@ -128,11 +128,6 @@ def conditions(cluster: APIServerProcess, name: str) -> list[dict[str, Any]]:
     return list((get(cluster, name).get("status") or {}).get("conditions") or [])
 
 
-def apply(cluster: APIServerProcess, *objs: dict[str, Any]) -> None:
-    cluster.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": list(objs)}),
-                    check=True)  # fmt: skip
-
-
 def binding(name: str, role: str, group: str) -> dict[str, Any]:
     return {"apiVersion": f"{RBAC}/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
             "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": role},
@@ -145,7 +140,7 @@ def bootstrap_token(cluster: APIServerProcess) -> str:
     token_id, secret = secrets.token_hex(3), secrets.token_hex(8)
     data = {"token-id": token_id, "token-secret": secret, "usage-bootstrap-authentication": "true",
             "auth-extra-groups": TOKEN_GROUP}  # fmt: skip
-    apply(cluster,
+    cluster.apply(
           {"apiVersion": "v1", "kind": "Secret", "type": "bootstrap.kubernetes.io/token",
            "metadata": {"name": f"bootstrap-token-{token_id}", "namespace": "kube-system"},
            "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()}},
@@ -191,7 +186,7 @@ def test_a_node_joins_with_a_bootstrap_token_and_renews_its_certificate(cluster:
 
 def test_who_may_not_ask_for_node_certificates_waits_for_a_person(cluster: Cluster) -> None:
     # jane may create requests (she is a node bootstrapper) but not have node certificates approved.
-    apply(cluster, {**binding("test:jane-bootstrapper", "system:node-bootstrapper", "x"),
+    cluster.apply({**binding("test:jane-bootstrapper", "system:node-bootstrapper", "x"),
                     "subjects": [{"apiGroup": RBAC, "kind": "User", "name": "jane"}]})  # fmt: skip
     _, request = key_and_request("system:node:node-j", ("system:nodes",))
     body = json.dumps(csr("node-csr-j", request, KUBELET_CLIENT, ("digital signature", "client auth")))

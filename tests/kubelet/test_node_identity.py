@@ -42,9 +42,7 @@ def cluster() -> Iterator[tuple[APIServerProcess, ComponentProcess, Path]]:
     try:
         expires = dt.datetime.now(dt.UTC) + dt.timedelta(hours=2)
         objects = [token_secret(TOKEN_ID, TOKEN_SECRET, expires), *NODE_BOOTSTRAP_BINDINGS]
-        manifest = server.dir / "bootstrap.json"
-        manifest.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
-        server.kubectl("apply", "-f", str(manifest), check=True)
+        server.apply(*objects)
         pki = server.data_dir / "pki"
         config = server.dir / "bootstrap-kubelet.conf"
         ca = base64.b64encode((pki / "ca.crt").read_bytes()).decode()
@@ -152,9 +150,7 @@ def test_nodes_bootstrap_their_certificates_and_act_as_themselves(cluster, tmp_p
             "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "on-idn-1", "namespace": "default"},
             "spec": {"nodeName": f"{PREFIX}1", "containers": [{"name": "c", "image": "busybox"}]},
         }  # fmt: skip
-        manifest = tmp_path / "pod.json"
-        manifest.write_text(json.dumps(pod))
-        server.kubectl("apply", "-f", str(manifest), check=True)
+        server.apply(pod)
         wait_for(
             "the pod Running",
             lambda: get_json(server, "get", "pod", "on-idn-1")["status"].get("phase") == "Running",

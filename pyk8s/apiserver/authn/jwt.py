@@ -263,6 +263,20 @@ def public_claims(payload: dict[str, Any]) -> PublicClaims:
                         _numeric_date(payload, "nbf"), _numeric_date(payload, "iat"), strings["jti"])  # fmt: skip
 
 
+def unverified_payload(token: str) -> dict[str, Any] | None:
+    """The claims of a compact JWS, before anything about it is verified (None: not one, or not an object)."""
+    if token.strip().startswith("{"):
+        return None
+    parts = token.split(".")
+    if len(parts) != 3:
+        return None
+    try:
+        payload = orjson.loads(b64url_decode(parts[1]))
+    except ValueError:
+        return None
+    return payload if isinstance(payload, dict) else None
+
+
 def go_quote_list(values: Iterable[str]) -> str:
     """A []string as Go's %q prints it: ["a" "b"]."""
     return "[" + " ".join(orjson.dumps(v).decode() for v in values) + "]"
@@ -282,16 +296,8 @@ class JWTTokenAuthenticator:
 
     def _unverified_payload(self, token: str) -> dict[str, Any] | None:
         """The payload, when the token is a compact JWS naming one of our issuers (not yet trusted)."""
-        if token.strip().startswith("{"):
-            return None
-        parts = token.split(".")
-        if len(parts) != 3:
-            return None
-        try:
-            payload = orjson.loads(b64url_decode(parts[1]))
-        except ValueError:
-            return None
-        if not isinstance(payload, dict) or payload.get("iss") not in self.issuers:
+        payload = unverified_payload(token)
+        if payload is None or payload.get("iss") not in self.issuers:
             return None
         return payload
 

@@ -48,7 +48,7 @@ from .. import deferred
 from ..webhook import ssl_context_for
 from . import CREDENTIAL_ID_KEY, InvalidCredentials, UserInfo, aggregate_message
 from .bearertoken import Response
-from .jwt import PublicKey, b64url_decode, go_quote_list
+from .jwt import PublicKey, b64url_decode, go_quote_list, unverified_payload
 from .serviceaccount import credential_id_for_jti
 
 log = logging.getLogger("pyk8s.apiserver.authn.oidc")
@@ -194,16 +194,8 @@ def _certificates(bundle: bytes) -> list[x509.Certificate]:
 
 def untrusted_issuer(token: str) -> str | None:
     """The `iss` a compact JWT claims, before anything about it is verified (None: no JWT, or no string)."""
-    if token.strip().startswith("{"):
-        return None
-    parts = token.split(".")
-    if len(parts) != 3:
-        return None
-    try:
-        payload = orjson.loads(b64url_decode(parts[1]))
-    except ValueError:
-        return None
-    iss = payload.get("iss", "") if isinstance(payload, dict) else None
+    payload = unverified_payload(token)
+    iss = payload.get("iss", "") if payload is not None else None
     if not isinstance(iss, str):
         return None
     return _GOOGLE[0] if iss == _GOOGLE[1] else iss

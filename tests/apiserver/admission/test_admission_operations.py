@@ -73,11 +73,6 @@ def ns(server: APIServerProcess) -> str:
     return name
 
 
-def apply(server: APIServerProcess, *objects: dict[str, Any]) -> None:
-    server.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": list(objects)}),
-                   check=True)  # fmt: skip
-
-
 def webhook_configuration(kind: str, name: str, hooks: Hooks, path: str, operations: list[str], resources: list[str],
                           ns: str | None = None) -> dict[str, Any]:  # fmt: skip
     hook: dict[str, Any] = {
@@ -116,7 +111,7 @@ def test_a_validating_webhook_refuses_a_delete_with_its_message(
     server: APIServerProcess, hooks: Hooks, ns: str
 ) -> None:
     seen_path, deny_path = f"/seen-{ns}", f"/deny/{ns}-configmaps-stay"
-    apply(server,
+    server.apply(
           webhook_configuration("MutatingWebhookConfiguration", f"del-m-{ns}", hooks, seen_path, ["DELETE"],
                                 ["configmaps"], ns),
           webhook_configuration("ValidatingWebhookConfiguration", f"del-v-{ns}", hooks, deny_path, ["DELETE"],
@@ -173,7 +168,7 @@ def test_a_validating_admission_policy_refuses_a_delete(server: APIServerProcess
                "spec": {"policyName": f"keep-{ns}", "validationActions": ["Deny"],
                         "matchResources": {"namespaceSelector": {
                             "matchLabels": {"kubernetes.io/metadata.name": ns}}}}}  # fmt: skip
-    apply(server, policy, binding)
+    server.apply(policy, binding)
     configmap(server, ns, "plain", {"a": "b"})
     counter = itertools.count()
 
@@ -204,7 +199,7 @@ def test_a_webhook_on_connect_sees_exec_and_proxy_and_may_refuse(
            "spec": {"containers": [{"name": "c", "image": "nginx"}]}}  # fmt: skip
     server.kubectl("create", "-f", "-", input=json.dumps(pod), check=True)
     path = f"/deny/no-{ns}-exec"
-    apply(server, webhook_configuration("ValidatingWebhookConfiguration", f"exec-{ns}", hooks, path, ["CONNECT"],
+    server.apply(webhook_configuration("ValidatingWebhookConfiguration", f"exec-{ns}", hooks, path, ["CONNECT"],
                                         ["pods/exec", "pods/proxy"], ns))  # fmt: skip
 
     def refused() -> str:
@@ -248,7 +243,7 @@ def test_kubectl_create_token_goes_through_a_webhook_on_serviceaccounts_token(
     server: APIServerProcess, hooks: Hooks, ns: str
 ) -> None:
     server.kubectl("create", "serviceaccount", "robot", "-n", ns, check=True)
-    apply(server, webhook_configuration("ValidatingWebhookConfiguration", f"token-{ns}", hooks, "/deny-hour",
+    server.apply(webhook_configuration("ValidatingWebhookConfiguration", f"token-{ns}", hooks, "/deny-hour",
                                         ["CREATE"], ["serviceaccounts/token"], ns))  # fmt: skip
 
     def refused() -> str:
@@ -274,7 +269,7 @@ def test_kubectl_create_token_goes_through_a_webhook_on_serviceaccounts_token(
 
 def test_eviction_binding_and_access_reviews_are_admitted(server: APIServerProcess, hooks: Hooks, ns: str) -> None:
     path = f"/deny/no-{ns}-subresource-creates"
-    apply(server, webhook_configuration("ValidatingWebhookConfiguration", f"subs-{ns}", hooks, path, ["CREATE"],
+    server.apply(webhook_configuration("ValidatingWebhookConfiguration", f"subs-{ns}", hooks, path, ["CREATE"],
                                         ["pods/eviction", "pods/binding", "localsubjectaccessreviews"], ns))  # fmt: skip
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": ns},
            "spec": {"containers": [{"name": "c", "image": "nginx"}]}}  # fmt: skip

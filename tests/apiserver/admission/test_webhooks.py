@@ -96,7 +96,7 @@ def server(hooks: Hooks) -> Iterator[APIServerProcess]:
                "spec": {"ports": [{"port": 443, "targetPort": hooks.port}]}}  # fmt: skip
     endpoints = {"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "hooks", "namespace": "webhooks"},
                  "subsets": [{"addresses": [{"ip": "127.0.0.1"}], "ports": [{"port": hooks.port}]}]}  # fmt: skip
-    apply(proc, service, endpoints)
+    proc.apply(service, endpoints)
     yield proc
     proc.cleanup()
 
@@ -106,11 +106,6 @@ def ns(server: APIServerProcess) -> str:
     name = f"wh{next(_names)}"
     server.create_namespace(name)
     return name
-
-
-def apply(server: APIServerProcess, *objects: dict[str, Any]) -> None:
-    server.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": list(objects)}),
-                   check=True)  # fmt: skip
 
 
 def closed_port() -> int:
@@ -198,7 +193,7 @@ def refused(server: APIServerProcess, ns: str, prefix: str, **kw: Any) -> Callab
 
 
 def test_a_mutating_webhook_by_url_labels_configmaps_and_shows_its_warning(server, hooks, ns):
-    apply(server, mutating(f"label-{ns}", ns, url(hooks, "/label/mutated")))
+    server.apply(mutating(f"label-{ns}", ns, url(hooks, "/label/mutated")))
     name = eventually(lambda: _labelled(server, ns, "mutated"))
     res = create_configmap(server, ns, f"{name}-again")
     assert res.returncode == 0
@@ -223,7 +218,7 @@ def _labelled(server: APIServerProcess, ns: str, key: str) -> str:
 
 
 def test_a_mutating_webhook_behind_a_service_labels_pods(server, hooks, ns):
-    apply(server, mutating(f"pods-{ns}", ns, service(hooks, "/label/via-service"), resources=("pods",)))
+    server.apply(mutating(f"pods-{ns}", ns, service(hooks, "/label/via-service"), resources=("pods",)))
     counter = itertools.count()
 
     def check() -> None:
@@ -237,7 +232,7 @@ def test_a_mutating_webhook_behind_a_service_labels_pods(server, hooks, ns):
 
 
 def test_reinvocation_calls_an_if_needed_webhook_again_after_a_later_one_changed_the_object(server, hooks, ns):
-    apply(server,
+    server.apply(
           mutating(f"a-first-{ns}", ns, url(hooks, "/label/first"), reinvocationPolicy="IfNeeded"),
           mutating(f"b-second-{ns}", ns, url(hooks, "/label/second")))  # fmt: skip
 
@@ -258,9 +253,9 @@ def test_reinvocation_calls_an_if_needed_webhook_again_after_a_later_one_changed
 def test_match_policy_equivalent_sends_the_version_the_webhook_asked_for(server, hooks, ns):
     rules = [{"operations": ["CREATE"], "apiGroups": ["autoscaling"], "apiVersions": ["v1"],
               "resources": ["horizontalpodautoscalers"]}]  # fmt: skip
-    apply(server, mutating(f"hpa-{ns}", ns, url(hooks, "/label/v1-seen"), rules=rules))
+    server.apply(mutating(f"hpa-{ns}", ns, url(hooks, "/label/v1-seen"), rules=rules))
     exact = mutating(f"hpa-exact-{ns}", ns, url(hooks, "/label/exact"), rules=rules, matchPolicy="Exact")
-    apply(server, exact)
+    server.apply(exact)
     hpa = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"namespace": ns},
            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
                     "minReplicas": 1, "maxReplicas": 3}}  # fmt: skip
@@ -285,7 +280,7 @@ def test_match_policy_equivalent_sends_the_version_the_webhook_asked_for(server,
 
 
 def test_a_validating_webhook_denies_with_its_message(server, hooks, ns):
-    apply(server, validating(f"deny-{ns}", ns, url(hooks, "/deny")))
+    server.apply(validating(f"deny-{ns}", ns, url(hooks, "/deny")))
     err = eventually(refused(server, ns, "bad", labels={"deny": "true"}))
     assert err == ('Error from server (Forbidden): error when creating "STDIN": admission webhook '
                    '"deny-' + ns + '.pyk8s.test" denied the request: objects labelled deny=true are refused')  # fmt: skip
@@ -295,18 +290,18 @@ def test_a_validating_webhook_denies_with_its_message(server, hooks, ns):
 
 def test_failure_policy_fail_and_ignore_when_the_webhook_is_down(server, hooks, ns):
     port = closed_port()
-    apply(server, validating(f"down-{ns}", ns, url(hooks, "/x", port)))
+    server.apply(validating(f"down-{ns}", ns, url(hooks, "/x", port)))
     err = eventually(refused(server, ns, "fail"))
     assert err == (f'Error from server (InternalError): error when creating "STDIN": Internal error occurred: '
                    f'failed calling webhook "down-{ns}.pyk8s.test": failed to call webhook: Post '
                    f'"https://127.0.0.1:{port}/x?timeout=10s": dial tcp 127.0.0.1:{port}: connect: connection refused')  # fmt: skip
-    apply(server, validating(f"down-{ns}", ns, url(hooks, "/x", port), failurePolicy="Ignore"))
+    server.apply(validating(f"down-{ns}", ns, url(hooks, "/x", port), failurePolicy="Ignore"))
     eventually(created(server, ns, "ignored"))
     server.kubectl("delete", "validatingwebhookconfiguration", f"down-{ns}", check=True)
 
 
 def test_a_webhook_that_does_not_answer_in_time(server, hooks, ns):
-    apply(server, validating(f"slow-{ns}", ns, url(hooks, "/slow"), timeoutSeconds=1))
+    server.apply(validating(f"slow-{ns}", ns, url(hooks, "/slow"), timeoutSeconds=1))
     started = time.monotonic()
     err = eventually(refused(server, ns, "slow"))
     assert time.monotonic() - started < 8
@@ -319,7 +314,7 @@ def test_selectors_and_match_conditions_skip_a_webhook(server, hooks, ns):
     other = f"{ns}-other"
     server.create_namespace(other)
     deny_all = url(hooks, "/deny-all")
-    apply(server,
+    server.apply(
           validating(f"sel-{ns}", ns, deny_all, objectSelector={"matchLabels": {"checked": "yes"}},
                      matchConditions=[{"name": "not-exempt", "expression": "object.metadata.name != 'exempt'"}]))  # fmt: skip
     err = eventually(refused(server, ns, "checked", labels={"checked": "yes"}))
@@ -335,7 +330,7 @@ def test_selectors_and_match_conditions_skip_a_webhook(server, hooks, ns):
 
 
 def test_dry_run_reaches_a_webhook_without_side_effects(server, hooks, ns):
-    apply(server, validating(f"dry-{ns}", ns, url(hooks, "/warn"), sideEffects="NoneOnDryRun"))
+    server.apply(validating(f"dry-{ns}", ns, url(hooks, "/warn"), sideEffects="NoneOnDryRun"))
 
     def check() -> None:
         name = f"dry-{next(_names)}"
@@ -361,7 +356,7 @@ def test_dry_run_reaches_a_webhook_without_side_effects(server, hooks, ns):
 def test_configurations_are_defaulted_validated_and_listed(server, hooks, ns):
     config = mutating(f"defaults-{ns}", ns, service(hooks, "/label/x"))
     del config["webhooks"][0]["namespaceSelector"]
-    apply(server, config)
+    server.apply(config)
     stored = get(server, "mutatingwebhookconfiguration", f"defaults-{ns}")
     hook = stored["webhooks"][0]
     assert hook["failurePolicy"] == "Fail" and hook["matchPolicy"] == "Equivalent"
